@@ -1,0 +1,3 @@
+"""arith: scalar and vector arithmetic used inside te and tir bodies."""
+
+from . import ops  # noqa: F401

@@ -1,0 +1,143 @@
+"""The base of every relay operator.
+
+A relay op declares, as data on its class:
+
+* ``PATTERN``: its fusion pattern kind (TVM's ``TOpPattern``), which FuseOps reads;
+* ``type_relation(*operand_types)``: the result type, or ``self.error(...)``;
+* ``compute(*arrays)``: its meaning, on numpy arrays (the reference interpreter);
+* ``ATTRS``: attributes with TVM's names and defaults.
+
+Custom form: ``%r = nn.conv2d(%x, %w) {strides = [2, 2]} : tensor<...>``.
+Only attributes that differ from their defaults are printed, as in TVM; the
+result type is optional on input and inferred when left out.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from ....ir import types as T
+from ....ir.core import REQUIRED, Operation
+from ....ir.traits import PURE
+
+
+class OpPattern(IntEnum):
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+RELAY_PREFIX = "relay."
+
+
+class RelayOp(Operation):
+    __slots__ = ()
+    traits = frozenset({PURE})
+    RESULTS = ("result",)
+    PATTERN = OpPattern.OPAQUE
+
+    @property
+    def op_name(self) -> str:
+        """The name as TVM spells it: ``nn.conv2d``."""
+        return self.name[len(RELAY_PREFIX):]
+
+    # -- types ----------------------------------------------------------------
+
+    def type_relation(self, *types):
+        raise self.error("has no type relation")
+
+    def infer_types(self):
+        types = [v.type for v in self.operands]
+        if not all(t.is_complete for t in types):
+            return [T.incomplete]
+        return [self.type_relation(*types)]
+
+    def verify_(self):
+        types = [v.type for v in self.operands]
+        r = self.results[0].type if self.results else None
+        if r is None or not all(t.is_complete for t in types):
+            return
+        want = self.type_relation(*types)
+        if r.is_complete and want is not r:
+            raise self.error(f"result type {r} does not match the inferred type {want}")
+
+    # -- meaning --------------------------------------------------------------
+
+    def compute(self, *args):
+        raise NotImplementedError(f"{self.name} has no reference implementation")
+
+    # -- text -------------------------------------------------------------------
+
+    def non_default_attrs(self):
+        out = {}
+        spec = self.ATTRS
+        for k, v in self.attributes.items():
+            a = spec.get(k)
+            if v is None or (a is not None and a.default is not REQUIRED and a.default == v
+                             and type(a.default) is type(v)):
+                continue
+            out[k] = v
+        return out
+
+    def print_custom(self, p):
+        w = p.out.append
+        w(self.op_name)
+        w("(")
+        w(p.values(self.operands))
+        w(")")
+        p.opt_attr_dict(self.non_default_attrs())
+        t = self.results[0].type
+        if t.is_complete:
+            w(" : ")
+            w(t._text)
+
+
+# -- shared type-relation helpers ---------------------------------------------
+
+def tensor_type(op, t, what="operand"):
+    if not isinstance(t, T.TensorType):
+        raise op.error(f"expects a tensor {what}, got {t}")
+    return t
+
+
+def broadcast_shapes(op, a, b):
+    """numpy broadcasting; a dynamic dimension (None) broadcasts like TVM's Any."""
+    ra, rb = len(a), len(b)
+    out = []
+    for i in range(max(ra, rb)):
+        da = a[ra - 1 - i] if i < ra else 1
+        db = b[rb - 1 - i] if i < rb else 1
+        if da == db:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        elif db == 1:
+            out.append(da)
+        elif da is None:
+            out.append(db)
+        elif db is None:
+            out.append(da)
+        else:
+            raise op.error(f"shapes {_shape_text(a)} and {_shape_text(b)} cannot be broadcast together")
+    return tuple(reversed(out))
+
+
+def _shape_text(s):
+    return "[" + ", ".join("?" if d is None else str(d) for d in s) + "]"
+
+
+def same_dtype(op, *types):
+    e = types[0].element_type
+    for t in types[1:]:
+        if t.element_type is not e:
+            raise op.error(f"operand element types differ: {e} and {t.element_type}")
+    return e
+
+
+def out_dtype(op, default):
+    od = op.attributes.get("out_dtype", "")
+    return T.from_dtype_name(od) if od else default

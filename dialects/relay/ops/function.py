@@ -1,0 +1,200 @@
+"""Functions, calls, returns and constants.
+
+    relay.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> attributes {primitive} {
+      %c = constant dense<1.0> : tensor<4xf32>
+      %0 = add(%x, %c) : tensor<1x4xf32>
+      %1 = call @helper(%0) : tensor<1x4xf32>
+      return %1
+    }
+
+A function marked ``primitive`` is a fused group, one kernel to be
+(FuseOps makes them; ``--lower-relay-to-te`` lowers them).
+"""
+
+from __future__ import annotations
+
+from ....ir import types as T
+from ....ir.attrkinds import DENSE, SYMBOL, TYPE
+from ....ir.attrkinds import STR as STR_KIND
+from ....ir.core import Attr, Operation
+from ....ir.printer import print_symbol
+from ....ir.symbols import lookup_symbol
+from ....ir.traits import ISOLATED_FROM_ABOVE, PURE, SYMBOL as SYMBOL_TRAIT, TERMINATOR
+from .base import OpPattern, RelayOp
+
+FUNC_ATTRS_SHOWN_IN_HEADER = ("sym_name", "function_type")
+
+
+def print_func_like(op, p, keyword):
+    """``<keyword> @name(%a: T, ...) -> R attributes {...} { body }``, shared
+    by relay.func and te.func."""
+    ft = op.attributes["function_type"]
+    p.write(f"{keyword} {print_symbol(op.attributes['sym_name'])}(")
+    p.push_scope()
+    args = op.body.args
+    p.write(", ".join(f"{p.define(a)}: {a.type}" for a in args))
+    p.write(")")
+    if ft.results and all(t.is_complete for t in ft.results):
+        if len(ft.results) == 1:
+            p.write(f" -> {ft.results[0]}")
+        else:
+            p.write(" -> (" + ", ".join(str(t) for t in ft.results) + ")")
+    rest = {k: v for k, v in op.attributes.items() if k not in FUNC_ATTRS_SHOWN_IN_HEADER}
+    if rest:
+        p.write(" attributes " + p.attr_dict(rest))
+    p.write(" ")
+    p.print_region(op.region)
+    p.pop_scope()
+
+
+def verify_func_like(op, return_name):
+    ft = op.attributes["function_type"]
+    if not isinstance(ft, T.FunctionType):
+        raise op.error("function_type must be a function type")
+    body = op.region.blocks[0]
+    argt = [a.type for a in body.args]
+    if tuple(argt) != ft.inputs:
+        raise op.error(f"entry block arguments ({', '.join(map(str, argt))}) do not match the "
+                       f"function type {ft}")
+    ret = body.last
+    if ret is None or ret.name != return_name:
+        raise op.error(f"body must end with '{return_name}'")
+    got = [v.type for v in ret.operands]
+    if len(got) != len(ft.results):
+        raise ret.error(f"returns {len(got)} value(s) but the function type has {len(ft.results)} result(s)")
+    for i, (g, w) in enumerate(zip(got, ft.results)):
+        if g.is_complete and w.is_complete and g is not w:
+            raise ret.error(f"type of return operand {i} ({g}) doesn't match function result type ({w}) "
+                            f"in function @{op.attributes['sym_name']}",
+                            notes=[(op.loc, "function defined here")])
+
+
+class FuncOp(Operation):
+    __slots__ = ()
+    name = "relay.func"
+    OPERANDS = ()
+    RESULTS = ()
+    NUM_REGIONS = 1
+    ATTRS = {"sym_name": Attr(STR_KIND), "function_type": Attr(TYPE)}
+    traits = frozenset({ISOLATED_FROM_ABOVE, SYMBOL_TRAIT})
+
+    @property
+    def function_type(self) -> T.FunctionType:
+        return self.attributes["function_type"]
+
+    @property
+    def is_primitive(self) -> bool:
+        return "primitive" in self.attributes
+
+    @property
+    def return_op(self):
+        return self.body.last
+
+    def verify_(self):
+        verify_func_like(self, "relay.return")
+
+    def print_custom(self, p):
+        print_func_like(self, p, "relay.func")
+
+
+class ReturnOp(Operation):
+    __slots__ = ()
+    name = "relay.return"
+    OPERANDS = ("*values",)
+    RESULTS = ()
+    traits = frozenset({TERMINATOR, PURE})
+
+    def print_custom(self, p):
+        p.write("return")
+        if self.operands:
+            p.write(" " + p.values(self.operands))
+
+
+# Ops that can be the target of a relay.call: anything with a function_type.
+def callee_type(callee_op):
+    ft = callee_op.attributes.get("function_type")
+    return ft if isinstance(ft, T.FunctionType) else None
+
+
+class CallOp(RelayOp):
+    """Call a function by symbol: a relay.func, or the te/tir kernel it became."""
+
+    __slots__ = ()
+    name = "relay.call"
+    OPERANDS = ("*args",)
+    ATTRS = {"callee": Attr(SYMBOL)}
+    PATTERN = OpPattern.OPAQUE
+    traits = frozenset()
+
+    @property
+    def callee(self) -> str:
+        return self.attributes["callee"].name
+
+    def resolve(self):
+        return lookup_symbol(self, self.callee)
+
+    def infer_types(self):
+        f = self.resolve() if self.parent is not None else None
+        ft = callee_type(f) if f is not None else None
+        if ft is None:
+            return [T.incomplete]
+        return list(ft.results) if ft.results else [T.incomplete]
+
+    def verify_(self):
+        f = self.resolve()
+        if f is None:
+            raise self.error(f"'@{self.callee}' does not reference a function in this module")
+        ft = callee_type(f)
+        if ft is None:
+            raise self.error(f"'@{self.callee}' is a '{f.name}', not a function")
+        args = [v.type for v in self.operands]
+        if len(args) != len(ft.inputs):
+            raise self.error(f"passes {len(args)} argument(s) but @{self.callee} takes {len(ft.inputs)}",
+                             notes=[(f.loc, "callee defined here")])
+        for i, (a, w) in enumerate(zip(args, ft.inputs)):
+            if a.is_complete and a is not w:
+                raise self.error(f"argument {i} has type {a} but @{self.callee} expects {w}",
+                                 notes=[(f.loc, "callee defined here")])
+        r = self.results[0].type
+        if r.is_complete and ft.results and ft.results[0].is_complete and r is not ft.results[0]:
+            raise self.error(f"result type {r} does not match @{self.callee}'s result type {ft.results[0]}")
+
+    def print_custom(self, p):
+        p.write(f"call {print_symbol(self.callee)}({p.values(self.operands)})")
+        t = self.results[0].type
+        if t.is_complete:
+            p.write(f" : {t}")
+
+
+class ConstantOp(RelayOp):
+    __slots__ = ()
+    name = "relay.constant"
+    OPERANDS = ()
+    ATTRS = {"value": Attr(DENSE)}
+    PATTERN = OpPattern.OPAQUE
+
+    @classmethod
+    def get(cls, array, type=None, key=None, loc=None):
+        from ....ir.attributes import DenseAttr
+        from ....ir.location import UNKNOWN
+        attr = array if isinstance(array, DenseAttr) else DenseAttr(array, type, key)
+        return cls((), (attr.type,), {"value": attr}, (), loc or UNKNOWN)
+
+    @property
+    def value(self):
+        return self.attributes["value"]
+
+    def infer_types(self):
+        return [self.attributes["value"].type]
+
+    def type_relation(self):
+        return self.attributes["value"].type
+
+    def compute(self):
+        return self.attributes["value"].array
+
+    def fold(self):
+        return [self.attributes["value"]]
+
+    def print_custom(self, p):
+        p.write("constant " + p.attr(self.attributes["value"]))

@@ -1,0 +1,279 @@
+"""Attribute values.
+
+Attributes are plain immutable Python values wherever one fits, so a pass
+reads ``op.attributes["strides"]`` and gets ``(2, 2)``:
+
+    text                          Python value
+    42, -1, 0x1F                  int
+    1.5, 1e-05, inf, nan          float
+    true, false                   bool
+    "NCHW"                        str
+    [1, 2, 3]                     tuple
+    f32, tensor<4xf32>            a Type
+    unit                          UNIT
+    @main                         SymbolRef("main")
+    {a = 1, b = "x"}              FrozenDict
+    dense<[1.0, 2.0]> : T         DenseAttr (numpy array + tensor type)
+    dense_resource<w0> : T        DenseAttr whose bytes live in the resource section
+    #dialect.name<a, b>           DialectAttr("dialect.name", (a, b))
+"""
+
+from __future__ import annotations
+
+import math
+
+from .types import ShapedType, TensorType, Type
+
+
+class _Unit:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "unit"
+
+
+UNIT = _Unit()
+
+
+class SymbolRef:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other):
+        return isinstance(other, SymbolRef) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("@", self.name))
+
+    def __repr__(self):
+        return "@" + print_symbol_name(self.name)
+
+
+class FrozenDict(dict):
+    """A dictionary attribute: hashable, and not meant to be mutated."""
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
+
+    def _immutable(self, *a, **k):
+        raise TypeError("FrozenDict is immutable")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _immutable
+
+
+class DialectAttr:
+    """``#dialect.name<params>``: an attribute a dialect defines, e.g. a tuning knob."""
+
+    __slots__ = ("name", "params")
+
+    def __init__(self, name: str, params=()):
+        self.name = name
+        self.params = tuple(params)
+
+    def __eq__(self, other):
+        return isinstance(other, DialectAttr) and (self.name, self.params) == (other.name, other.params)
+
+    def __hash__(self):
+        return hash((self.name, self.params))
+
+    def __repr__(self):
+        return print_attr(self)
+
+
+class DenseAttr:
+    """A constant tensor: a numpy array with its tensor type.
+
+    `key` names its blob in the resource section when it is printed there
+    (large constants are); it survives a round trip through text.
+    """
+
+    __slots__ = ("array", "type", "key", "_hash")
+
+    def __init__(self, array, type: TensorType | None = None, key: str | None = None):
+        import numpy as np
+        from .types import from_numpy_dtype
+        array = np.asarray(array)
+        if type is None:
+            type = TensorType(array.shape, from_numpy_dtype(array.dtype))
+        else:
+            want = type.dtype
+            if array.dtype != want:
+                array = array.astype(want)
+            if array.shape != type.shape:
+                array = np.broadcast_to(array, type.shape)
+        if array.flags.writeable:
+            array = array.copy()
+            array.flags.writeable = False
+        self.array = array
+        self.type = type
+        self.key = key
+        self._hash = None
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        return (isinstance(other, DenseAttr) and self.type is other.type
+                and hash(self) == hash(other) and bool((self.array == other.array).all()))
+
+    def __hash__(self):
+        if self._hash is None:
+            import hashlib
+            self._hash = hash((self.type, hashlib.blake2b(self.array.tobytes(), digest_size=16).digest()))
+        return self._hash
+
+    @property
+    def size(self):
+        return self.array.size
+
+    def is_splat(self):
+        a = self.array
+        return a.size > 0 and bool((a == a.flat[0]).all())
+
+    def __repr__(self):
+        return f"DenseAttr({self.type}, {self.array.size} elements)"
+
+
+# -- printing -----------------------------------------------------------------
+
+import re as _re
+
+_BARE_SYMBOL = _re.compile(r"[A-Za-z_][\w$.\-]*\Z")
+_BARE_KEY = _re.compile(r"[A-Za-z_][\w$.\-]*\Z")
+_KEYWORDS = frozenset({"true", "false", "unit", "inf", "nan", "dense", "dense_resource"})
+
+
+def print_symbol_name(name: str) -> str:
+    return name if _BARE_SYMBOL.match(name) else quote(name)
+
+
+def print_key(name: str) -> str:
+    return name if _BARE_KEY.match(name) and name not in _KEYWORDS else quote(name)
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def quote(s: str) -> str:
+    out = []
+    for ch in s:
+        e = _ESCAPES.get(ch)
+        if e is not None:
+            out.append(e)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\\%02X" % ord(ch))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def print_float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    r = repr(float(x))
+    return r
+
+
+def print_attr(v) -> str:
+    t = type(v)
+    if t is bool:
+        return "true" if v else "false"
+    if t is int:
+        return str(v)
+    if t is float:
+        return print_float(v)
+    if t is str:
+        return quote(v)
+    if t is tuple or t is list:
+        return "[" + ", ".join(print_attr(x) for x in v) + "]"
+    if isinstance(v, Type):
+        return v._text
+    if v is UNIT:
+        return "unit"
+    if t is SymbolRef:
+        return "@" + print_symbol_name(v.name)
+    if isinstance(v, dict):
+        return print_attr_dict(v)
+    if t is DialectAttr:
+        if not v.params:
+            return "#" + v.name
+        return "#" + v.name + "<" + ", ".join(print_attr(x) for x in v.params) + ">"
+    if t is DenseAttr:
+        return print_dense(v) + " : " + v.type._text
+    import numpy as np
+    if isinstance(v, np.integer):
+        return str(int(v))
+    if isinstance(v, np.floating):
+        return print_float(float(v))
+    raise TypeError(f"cannot print attribute value {v!r} of type {t.__name__}")
+
+
+def print_attr_dict(d) -> str:
+    if not d:
+        return "{}"
+    return "{" + ", ".join(
+        print_key(k) if v is UNIT else f"{print_key(k)} = {print_attr(v)}" for k, v in d.items()) + "}"
+
+
+def _scalar_text(x, is_float, is_bool):
+    if is_bool:
+        return "true" if x else "false"
+    if is_float:
+        import numpy as np
+        if isinstance(x, np.floating) and x.dtype != np.float64:
+            f = float(x)
+            if math.isnan(f) or math.isinf(f):
+                return print_float(f)
+            s = str(x)  # numpy gives the shortest text that reads back to the same f16/f32
+            return s if ("." in s or "e" in s or "n" in s) else s + ".0"
+        return print_float(float(x))
+    return str(int(x))
+
+
+def print_dense(attr: DenseAttr, resource_key: str | None = None) -> str:
+    if resource_key is not None:
+        return f"dense_resource<{resource_key}>"
+    a = attr.array
+    kind = a.dtype.kind
+    is_float, is_bool = kind == "f", kind == "b"
+    if a.size == 0:
+        return "dense<[]>"
+    if attr.is_splat():
+        return "dense<" + _scalar_text(a.flat[0], is_float, is_bool) + ">"
+
+    def rec(x):
+        if x.ndim == 0:
+            return _scalar_text(x[()], is_float, is_bool)
+        if x.ndim == 1:
+            return "[" + ", ".join(_scalar_text(e, is_float, is_bool) for e in x) + "]"
+        return "[" + ", ".join(rec(s) for s in x) + "]"
+    return "dense<" + rec(a) + ">"
+
+
+def dense_from_literal(value, type: Type):
+    """Build a DenseAttr from the parsed literal of ``dense<...>`` (a scalar
+    splat or nested lists) and its tensor type; raises ValueError on a shape
+    or value mismatch."""
+    import numpy as np
+    if not isinstance(type, ShapedType) or not type.is_static:
+        raise ValueError(f"dense attribute needs a static tensor type, got {type}")
+    dtype = type.dtype
+    if isinstance(value, (tuple, list)):
+        try:
+            arr = np.array(value, dtype=dtype)
+        except (ValueError, OverflowError) as e:
+            raise ValueError(f"bad dense literal: {e}") from None
+        if arr.size == 0 and type.num_elements() == 0:
+            arr = arr.reshape(type.shape)
+        if arr.shape != type.shape:
+            if arr.size == type.num_elements() and arr.ndim == 1:
+                arr = arr.reshape(type.shape)
+            else:
+                raise ValueError(f"dense literal has shape {list(arr.shape)}, type needs {list(type.shape)}")
+    else:
+        with np.errstate(over="ignore"):
+            arr = np.full(type.shape, value, dtype=dtype)
+    return DenseAttr(arr, type)

@@ -1,0 +1,97 @@
+"""Registries of dialects, ops and passes, all imported lazily.
+
+Nothing here imports a dialect or a pass until it is asked for, so the
+drivers start fast: ``tvm-opt --help`` lists the passes from the table
+below without importing any of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .core import OP_CLASSES
+
+# dialect name -> package that defines its ops and its syntax (`syntax.py`)
+DIALECTS = {
+    "builtin": "tvmd.dialects.builtin",
+    "arith": "tvmd.dialects.arith",
+    "relay": "tvmd.dialects.relay",
+    "te": "tvmd.dialects.te",
+    "tir": "tvmd.dialects.tir",
+}
+
+_loaded: set[str] = set()
+
+
+def load_dialect(name: str):
+    mod = DIALECTS.get(name)
+    if mod is None:
+        return None
+    m = importlib.import_module(mod)
+    _loaded.add(name)
+    return m
+
+
+def load_all_dialects():
+    for name in DIALECTS:
+        if name not in _loaded:
+            load_dialect(name)
+
+
+def get_op_class(name: str):
+    cls = OP_CLASSES.get(name)
+    if cls is None:
+        dialect = name.split(".", 1)[0]
+        if dialect not in _loaded and dialect in DIALECTS:
+            load_dialect(dialect)
+            cls = OP_CLASSES.get(name)
+    return cls
+
+
+# -- passes -------------------------------------------------------------------
+# name -> (module, class name, one-line summary).  The summary is here, not
+# only in the pass's docstring, so that --help needs no imports.
+
+PASSES: dict[str, tuple[str, str, str]] = {
+    # relay
+    "infer-type": ("tvmd.dialects.relay.passes.infer_type", "InferType",
+                   "infer and check the type of every relay value"),
+    "fuse-ops": ("tvmd.dialects.relay.passes.fuse_ops", "FuseOps",
+                 "fuse relay ops into primitive functions, one kernel each"),
+    "convert-layout": ("tvmd.dialects.relay.passes.convert_layout", "ConvertLayout",
+                       "convert conv2d data layouts (e.g. nn.conv2d=NHWC), transforming only at boundaries"),
+    "fold-constant": ("tvmd.dialects.relay.passes.fold_constant", "FoldConstant",
+                      "evaluate subgraphs whose inputs are all constants"),
+    "dce": ("tvmd.dialects.relay.passes.dce", "DeadCodeElimination",
+            "remove unused pure ops and unreachable private functions"),
+    "cse": ("tvmd.dialects.relay.passes.cse", "CommonSubexprElimination",
+            "merge identical pure ops"),
+    "canonicalize": ("tvmd.dialects.relay.passes.canonicalize", "Canonicalize",
+                     "fold and apply each op's canonicalization patterns"),
+    # conversions
+    "lower-relay-to-te": ("tvmd.conversion.relay_to_te.pass_", "LowerRelayToTE",
+                          "lower each primitive relay function to a te function with a default schedule"),
+    "apply-schedule": ("tvmd.conversion.te_to_tir.apply_schedule", "ApplySchedule",
+                       "carry out te schedule ops: each te function becomes explicit loop nests"),
+    "lower-te-to-tir": ("tvmd.conversion.te_to_tir.lower", "LowerTEToTIR",
+                        "turn scheduled te functions into tir functions over buffers"),
+    # tir
+    "tir-simplify": ("tvmd.dialects.tir.passes.simplify", "Simplify",
+                     "fold constants and simplify index arithmetic in tir"),
+}
+
+# -O presets: pass lists in TVM's order
+PRESETS = {
+    "O0": [],
+    "O1": ["infer-type", "fold-constant", "dce"],
+    "O2": ["infer-type", "fold-constant", "cse", "dce", "fuse-ops"],
+    "O3": ["infer-type", "fold-constant", "cse", "dce", "fuse-ops"],
+}
+
+
+def get_pass_class(name: str):
+    entry = PASSES.get(name)
+    if entry is None:
+        return None
+    mod = importlib.import_module(entry[0])
+    return getattr(mod, entry[1])

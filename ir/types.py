@@ -1,0 +1,494 @@
+"""Types.  Every type is interned: equal types are the same object.
+
+Text forms (MLIR's)::
+
+    i1 i8 i16 i32 i64     signless integers (i1 is a boolean)
+    ui8 ui16 ui32 ui64    unsigned integers
+    f16 bf16 f32 f64      floats
+    index                 loop and address arithmetic
+    tensor<1x3x?xf32>     ranked tensor, ``?`` a dynamic dimension; ``tensor<f32>`` a scalar
+    memref<64x64xf32>     a buffer; ``memref<64xf32, "shared">`` in a memory scope
+    vector<16xf32>        a SIMD vector
+    tuple<T1, T2>         a tuple
+    (T1, T2) -> T3        a function
+    ?                     not inferred yet (Relay's incomplete type)
+    !dialect.name<...>    a dialect's own type
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class Type:
+    __slots__ = ("_text",)
+    _cache: dict = {}
+
+    def __str__(self):
+        return self._text
+
+    __repr__ = __str__
+
+    # interned: identity is equality, and copies are the object itself
+    def __reduce__(self):
+        return (parse_type, (self._text,))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    @property
+    def is_complete(self) -> bool:
+        return True
+
+
+def _interned(cls, key, init):
+    cache = Type._cache
+    k = (cls, key)
+    t = cache.get(k)
+    if t is None:
+        t = object.__new__(cls)
+        init(t)
+        cache[k] = t
+    return t
+
+
+class IncompleteType(Type):
+    """A type not inferred yet; ``--infer-type`` replaces it."""
+
+    __slots__ = ()
+
+    def __new__(cls):
+        def init(t):
+            t._text = "?"
+        return _interned(cls, (), init)
+
+    @property
+    def is_complete(self):
+        return False
+
+
+class IndexType(Type):
+    __slots__ = ()
+
+    def __new__(cls):
+        def init(t):
+            t._text = "index"
+        return _interned(cls, (), init)
+
+    @property
+    def bitwidth(self):
+        return 64
+
+
+class NoneType(Type):
+    __slots__ = ()
+
+    def __new__(cls):
+        def init(t):
+            t._text = "none"
+        return _interned(cls, (), init)
+
+
+class IntegerType(Type):
+    """Signless ``iN`` (read as signed, as MLIR and TVM do) or unsigned ``uiN``."""
+
+    __slots__ = ("width", "unsigned")
+
+    def __new__(cls, width: int, unsigned: bool = False):
+        def init(t):
+            t.width = width
+            t.unsigned = unsigned
+            t._text = f"{'ui' if unsigned else 'i'}{width}"
+        return _interned(cls, (width, unsigned), init)
+
+    @property
+    def bitwidth(self):
+        return self.width
+
+
+class FloatType(Type):
+    __slots__ = ("kind", "width")
+
+    _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+
+    def __new__(cls, kind: str):
+        if kind not in cls._WIDTH:
+            raise ValueError(f"unknown float type {kind!r}")
+
+        def init(t):
+            t.kind = kind
+            t.width = cls._WIDTH[kind]
+            t._text = kind
+        return _interned(cls, kind, init)
+
+    @property
+    def bitwidth(self):
+        return self.width
+
+
+def _dims_text(shape):
+    return "".join(("?" if d is None else str(d)) + "x" for d in shape)
+
+
+class ShapedType(Type):
+    """Base of tensor, memref and vector types."""
+
+    __slots__ = ("shape", "element_type")
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    @property
+    def is_static(self):
+        return None not in self.shape
+
+    def num_elements(self):
+        n = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+    @property
+    def dtype(self):
+        return to_numpy_dtype(self.element_type)
+
+    @property
+    def is_complete(self):
+        return self.element_type.is_complete
+
+
+class TensorType(ShapedType):
+    __slots__ = ()
+
+    def __new__(cls, shape, element_type: Type):
+        shape = tuple(None if d is None else int(d) for d in shape)
+
+        def init(t):
+            t.shape = shape
+            t.element_type = element_type
+            t._text = f"tensor<{_dims_text(shape)}{element_type}>"
+        return _interned(cls, (shape, element_type), init)
+
+    def with_shape(self, shape):
+        return TensorType(shape, self.element_type)
+
+    def with_element(self, element_type):
+        return TensorType(self.shape, element_type)
+
+
+class MemRefType(ShapedType):
+    """A buffer.  `scope` is TVM's storage scope: global, shared, local, ..."""
+
+    __slots__ = ("scope",)
+
+    def __new__(cls, shape, element_type: Type, scope: str = "global"):
+        shape = tuple(None if d is None else int(d) for d in shape)
+
+        def init(t):
+            t.shape = shape
+            t.element_type = element_type
+            t.scope = scope
+            sc = "" if scope == "global" else f', "{scope}"'
+            t._text = f"memref<{_dims_text(shape)}{element_type}{sc}>"
+        return _interned(cls, (shape, element_type, scope), init)
+
+
+class VectorType(ShapedType):
+    __slots__ = ()
+
+    def __new__(cls, shape, element_type: Type):
+        shape = tuple(int(d) for d in shape)
+
+        def init(t):
+            t.shape = shape
+            t.element_type = element_type
+            t._text = f"vector<{_dims_text(shape)}{element_type}>"
+        return _interned(cls, (shape, element_type), init)
+
+    @property
+    def lanes(self):
+        return self.shape[0] if len(self.shape) == 1 else self.num_elements()
+
+
+class TupleType(Type):
+    __slots__ = ("types",)
+
+    def __new__(cls, types):
+        types = tuple(types)
+
+        def init(t):
+            t.types = types
+            t._text = "tuple<" + ", ".join(str(x) for x in types) + ">"
+        return _interned(cls, types, init)
+
+    @property
+    def is_complete(self):
+        return all(t.is_complete for t in self.types)
+
+
+class FunctionType(Type):
+    __slots__ = ("inputs", "results")
+
+    def __new__(cls, inputs, results):
+        inputs, results = tuple(inputs), tuple(results)
+
+        def init(t):
+            t.inputs = inputs
+            t.results = results
+            ins = "(" + ", ".join(str(x) for x in inputs) + ")"
+            if len(results) == 1 and not isinstance(results[0], FunctionType):
+                outs = str(results[0])
+            else:
+                outs = "(" + ", ".join(str(x) for x in results) + ")"
+            t._text = f"{ins} -> {outs}"
+        return _interned(cls, (inputs, results), init)
+
+    @property
+    def is_complete(self):
+        return all(t.is_complete for t in self.inputs + self.results)
+
+
+class OpaqueType(Type):
+    """``!dialect.name`` or ``!dialect.name<body>``: a dialect's own type."""
+
+    __slots__ = ("dialect_type", "body")
+
+    def __new__(cls, dialect_type: str, body: str = ""):
+        def init(t):
+            t.dialect_type = dialect_type
+            t.body = body
+            t._text = f"!{dialect_type}" + (f"<{body}>" if body else "")
+        return _interned(cls, (dialect_type, body), init)
+
+
+# -- common instances ---------------------------------------------------------
+
+i1 = IntegerType(1)
+i8 = IntegerType(8)
+i16 = IntegerType(16)
+i32 = IntegerType(32)
+i64 = IntegerType(64)
+u8 = IntegerType(8, True)
+f16 = FloatType("f16")
+bf16 = FloatType("bf16")
+f32 = FloatType("f32")
+f64 = FloatType("f64")
+index = IndexType()
+none = NoneType()
+incomplete = IncompleteType()
+
+
+def is_float(t: Type) -> bool:
+    return isinstance(t, FloatType)
+
+
+def is_int(t: Type) -> bool:
+    return isinstance(t, (IntegerType, IndexType))
+
+
+def element_type(t: Type) -> Type:
+    return t.element_type if isinstance(t, ShapedType) else t
+
+
+# -- numpy interop ------------------------------------------------------------
+
+_NP = {
+    "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
+    "f16": "float16", "f32": "float32", "f64": "float64", "index": "int64",
+}
+_FROM_NP = {
+    "bool": i1, "int8": i8, "int16": i16, "int32": i32, "int64": i64,
+    "uint8": u8, "uint16": IntegerType(16, True), "uint32": IntegerType(32, True),
+    "uint64": IntegerType(64, True), "float16": f16, "float32": f32, "float64": f64,
+}
+# TVM's dtype names, accepted wherever a user gives a dtype string.
+_TVM_DTYPES = dict(_FROM_NP)
+_TVM_DTYPES.update({"bfloat16": bf16})
+
+
+def to_numpy_dtype(t: Type):
+    import numpy as np
+    name = _NP.get(str(t))
+    if name is None:
+        raise TypeError(f"type {t} has no numpy dtype")
+    return np.dtype(name)
+
+
+def from_numpy_dtype(dtype) -> Type:
+    t = _FROM_NP.get(str(dtype))
+    if t is None:
+        raise TypeError(f"numpy dtype {dtype} has no tvmd type")
+    return t
+
+
+def from_dtype_name(name: str) -> Type:
+    """A type from a TVM dtype name (``float32``) or an MLIR name (``f32``)."""
+    t = _TVM_DTYPES.get(name)
+    if t is not None:
+        return t
+    return parse_type(name)
+
+
+def tvm_dtype_name(t: Type) -> str:
+    """The TVM spelling of a scalar type, for names and messages."""
+    return {"i1": "bool"}.get(str(t), _NP.get(str(t), str(t)))
+
+
+# -- parsing from text --------------------------------------------------------
+
+_SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|index|none")
+_parse_cache: dict[str, Type] = {}
+
+
+class TypeSyntaxError(ValueError):
+    def __init__(self, message, offset=0):
+        super().__init__(message)
+        self.offset = offset
+
+
+def parse_type(text: str) -> Type:
+    """Parse the text of a type.  Memoized: types recur thousands of times."""
+    t = _parse_cache.get(text)
+    if t is None:
+        p = _TypeParser(text)
+        t = p.type()
+        p.skip_ws()
+        if p.pos != len(text):
+            raise TypeSyntaxError(f"unexpected '{text[p.pos:]}' after type", p.pos)
+        if len(_parse_cache) < 100000:
+            _parse_cache[text] = t
+    return t
+
+
+class _TypeParser:
+    """Recursive descent over the grammar in the module docstring."""
+
+    def __init__(self, text):
+        self.s = text
+        self.pos = 0
+
+    def skip_ws(self):
+        s, n = self.s, len(self.s)
+        while self.pos < n and s[self.pos] in " \t\r\n":
+            self.pos += 1
+
+    def eat(self, lit):
+        self.skip_ws()
+        if self.s.startswith(lit, self.pos):
+            self.pos += len(lit)
+            return True
+        return False
+
+    def expect(self, lit):
+        if not self.eat(lit):
+            raise TypeSyntaxError(f"expected '{lit}' in type", self.pos)
+
+    def word(self):
+        self.skip_ws()
+        m = re.compile(r"[A-Za-z_][\w.]*").match(self.s, self.pos)
+        if not m:
+            raise TypeSyntaxError("expected a type", self.pos)
+        self.pos = m.end()
+        return m.group(0)
+
+    def type(self) -> Type:
+        self.skip_ws()
+        s = self.s
+        if self.eat("?"):
+            return incomplete
+        if self.eat("("):
+            ins = []
+            if not self.eat(")"):
+                ins.append(self.type())
+                while self.eat(","):
+                    ins.append(self.type())
+                self.expect(")")
+            self.expect("->")
+            if self.eat("("):
+                outs = []
+                if not self.eat(")"):
+                    outs.append(self.type())
+                    while self.eat(","):
+                        outs.append(self.type())
+                    self.expect(")")
+            else:
+                outs = [self.type()]
+            return FunctionType(ins, outs)
+        if self.eat("!"):
+            name = self.word()
+            body = ""
+            if self.s.startswith("<", self.pos):
+                start = self.pos + 1
+                depth = 0
+                while self.pos < len(s):
+                    c = s[self.pos]
+                    if c == "<":
+                        depth += 1
+                    elif c == ">":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    self.pos += 1
+                if depth != 0:
+                    raise TypeSyntaxError("unbalanced '<' in dialect type", start)
+                body = s[start:self.pos]
+                self.pos += 1
+            return OpaqueType(name, body)
+        start = self.pos
+        w = self.word()
+        if w in ("tensor", "memref", "vector"):
+            self.expect("<")
+            shape = []
+            while True:
+                self.skip_ws()
+                m = re.compile(r"(\?|\d+)x").match(s, self.pos)
+                if not m:
+                    break
+                shape.append(None if m.group(1) == "?" else int(m.group(1)))
+                self.pos = m.end()
+            elem = self.type()
+            scope = "global"
+            if w == "memref" and self.eat(","):
+                self.skip_ws()
+                m = re.compile(r'"([^"]*)"').match(s, self.pos)
+                if not m:
+                    raise TypeSyntaxError("expected a memory scope string", self.pos)
+                scope = m.group(1)
+                self.pos = m.end()
+            self.expect(">")
+            if w == "tensor":
+                return TensorType(shape, elem)
+            if w == "memref":
+                return MemRefType(shape, elem, scope)
+            if None in shape:
+                raise TypeSyntaxError("vector dimensions must be static", start)
+            return VectorType(shape, elem)
+        if w == "tuple":
+            self.expect("<")
+            elems = []
+            if not self.eat(">"):
+                elems.append(self.type())
+                while self.eat(","):
+                    elems.append(self.type())
+                self.expect(">")
+            return TupleType(elems)
+        m = _SCALAR_RE.fullmatch(w)
+        if not m:
+            raise TypeSyntaxError(f"unknown type '{w}'", start)
+        if m.group(1):
+            width = int(m.group(2))
+            if not 1 <= width <= 128:
+                raise TypeSyntaxError(f"integer width {width} out of range", start)
+            return IntegerType(width, m.group(1) == "ui")
+        if w == "index":
+            return index
+        if w == "none":
+            return none
+        return FloatType(w)

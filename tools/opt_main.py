@@ -1,0 +1,563 @@
+"""tvm-opt: run passes over IR text.
+
+    tvm-opt [file|-] [--PASS[=options] ...] [--pass-pipeline='...'] [-o out]
+
+Imports stay inside functions: ``tvm-opt --help`` must not load the
+parser, numpy or any pass.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+USAGE = "usage: tvm-opt [file|-] [--PASS[=options] ...] [--pass-pipeline='...'] [-O0..-O3] [-o out]"
+
+FLAGS_HELP = """\
+input and output:
+  file | -                   input file, or '-' / nothing for stdin
+  -o FILE                    write the result to FILE (atomically; the input is never touched)
+  --split-input-file         split the input at '// -----' lines and process each chunk alone
+  --print-generic            print every op in the generic form
+  --print-debuginfo          print each op's location as loc(...)
+  --allow-unregistered-dialect  keep ops no dialect defines
+
+passes:
+  --PASS[=options]           run a pass, e.g. --fuse-ops='max-depth=8'
+  --pass-pipeline=TEXT       e.g. 'builtin.module(fold-constant,fuse-ops{max-depth=8})'
+  -O0 -O1 -O2 -O3            standard pipelines, in TVM's order
+  --list-passes              list the passes with their options
+  --verify-each[=false]      verify the IR after every pass (on by default)
+
+debugging:
+  --print-ir-before=P[,P]    print the IR before the named passes (stderr)
+  --print-ir-after=P[,P]     print the IR after the named passes
+  --print-ir-before-all      print the IR before every pass
+  --print-ir-after-all       print the IR after every pass
+  --print-ir-after-change    only print after a pass that changed the IR
+  --print-ir-after-failure   print the IR after a pass fails
+  --timing                   time parsing, each pass, verification and printing
+  --pass-statistics          print the counters each pass keeps
+  --verify-diagnostics       check '// expected-error {{...}}' annotations (@+N, @-N, @above, @below)
+  --crash-reproducer=FILE    when a pass fails, write the IR that reached it and the pipeline to FILE
+  --run-reproducer           run the pipeline stored in the input file (a reproducer)
+"""
+
+BOOL_FLAGS = {
+    "--split-input-file", "--print-generic", "--print-debuginfo", "--allow-unregistered-dialect",
+    "--list-passes", "--print-ir-before-all", "--print-ir-after-all", "--print-ir-after-change",
+    "--print-ir-after-failure", "--timing", "--pass-statistics", "--verify-diagnostics",
+    "--run-reproducer", "--help", "-h", "--version",
+}
+VALUE_FLAGS = {"--pass-pipeline", "-p", "--print-ir-before", "--print-ir-after", "--crash-reproducer",
+               "-o", "--output", "--verify-each"}
+
+
+def print_help(out):
+    from ..ir.registry import PASSES, PRESETS
+    out.write(USAGE + "\n\n")
+    out.write("Runs passes over tvmd IR (relay, te, tir, arith) and prints the result.\n\n")
+    out.write(FLAGS_HELP)
+    out.write("\npasses (tvm-opt --list-passes shows their options):\n")
+    for name, (_, _, summary) in PASSES.items():
+        out.write(f"  --{name:<24} {summary}\n")
+    out.write("\npresets: " + ", ".join(f"-{k}: {','.join(v) or '(none)'}" for k, v in PRESETS.items()) + "\n")
+
+
+def list_passes(out):
+    import dataclasses
+
+    from ..ir.registry import PASSES, get_pass_class
+    for name, (_, _, summary) in PASSES.items():
+        out.write(f"{name}\n    {summary}\n")
+        cls = get_pass_class(name)
+        for fname, typ, f in cls.option_fields():
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+            tname = getattr(typ, "__name__", str(typ))
+            out.write(f"    {fname.replace('_', '-')}: {tname} = {default!r}\n")
+        if cls.EXTRA_OPTIONS:
+            out.write("    KEY=VALUE: any other entry (see docs/passes.md)\n")
+
+
+class Options:
+    def __init__(self):
+        self.input = None
+        self.input_index = None
+        self.output = None
+        self.output_index = None
+        self.elements = []         # [(PipelineElement, arg index, offset of the text in the arg)]
+        self.flags = set()
+        self.print_before = set()
+        self.print_after = set()
+        self.crash_reproducer = None
+        self.verify_each = True
+
+
+def parse_args(argv, cl):
+    from ..ir.pass_manager import PassOptionError, PipelineElement, parse_pipeline
+    from ..ir.registry import PASSES, PRESETS
+    o = Options()
+    i = 0
+    n = len(argv)
+    while i < n:
+        a = argv[i]
+        if a == "-" or not a.startswith("-"):
+            if o.input is not None:
+                raise cl.error(i, f"more than one input file ('{o.input}' and '{a}')")
+            o.input, o.input_index = a, i
+            i += 1
+            continue
+        name, eq, value = a.partition("=")
+        if name in ("-O0", "-O1", "-O2", "-O3") and not eq:
+            for p in PRESETS[name[1:]]:
+                o.elements.append((PipelineElement(p), i, 0))
+            i += 1
+            continue
+        if name in BOOL_FLAGS:
+            if eq:
+                raise cl.error(i, f"'{name}' takes no value")
+            o.flags.add(name)
+            i += 1
+            continue
+        if name in VALUE_FLAGS:
+            vi, voff = i, len(name) + 1
+            if not eq:
+                if name == "--verify-each":
+                    value = "true"
+                else:
+                    if i + 1 >= n:
+                        raise cl.error(i, f"'{name}' needs a value")
+                    i += 1
+                    value, vi, voff = argv[i], i, 0
+            i += 1
+            if name in ("-o", "--output"):
+                o.output, o.output_index = value, vi
+            elif name in ("--pass-pipeline", "-p"):
+                text = value.strip()
+                try:
+                    els = parse_pipeline(text)
+                except PassOptionError as e:
+                    raise cl.error(vi, f"invalid pass pipeline: {e}", voff + e.offset) from None
+                for el in els:
+                    o.elements.append((el, vi, voff))
+            elif name == "--print-ir-before":
+                o.print_before.update(x for x in value.split(",") if x)
+            elif name == "--print-ir-after":
+                o.print_after.update(x for x in value.split(",") if x)
+            elif name == "--crash-reproducer":
+                o.crash_reproducer = value
+            elif name == "--verify-each":
+                v = value.lower()
+                if v not in ("true", "false", "1", "0"):
+                    raise cl.error(vi, "--verify-each takes true or false", voff)
+                o.verify_each = v in ("true", "1")
+            continue
+        if a.startswith("--") and name[2:] in PASSES:
+            el = PipelineElement(name[2:], options=value if eq else "", offset=2,
+                                 options_offset=len(name) + 1)
+            o.elements.append((el, i, 0))
+            i += 1
+            continue
+        if a.startswith("--"):
+            import difflib
+            cands = difflib.get_close_matches(name[2:], list(PASSES), n=1)
+            hint = f"; did you mean '--{cands[0]}'?" if cands else ""
+            raise cl.error(i, f"unknown option or pass '{name}'{hint}")
+        raise cl.error(i, f"unknown option '{name}'")
+    return o
+
+
+def build_passes(o, cl):
+    from ..ir.pass_manager import PassOptionError, instantiate
+    from ..ir.registry import get_pass_class
+    passes = []
+    for el, ai, off in o.elements:
+        try:
+            passes.extend(instantiate([el], get_pass_class))
+        except PassOptionError as e:
+            raise cl.error(ai, str(e), off + e.offset) from None
+    known = {p.NAME for _, p in passes}
+    for flag, names in (("--print-ir-before", o.print_before), ("--print-ir-after", o.print_after)):
+        from ..ir.registry import PASSES
+        for nm in names:
+            if nm not in PASSES:
+                raise cl.error(-1, f"{flag}: '{nm}' is not a pass")
+    return passes, known
+
+
+def split_chunks(text):
+    """Split at lines that start with '// -----'; returns [(chunk, first line - 1)]."""
+    import re
+    chunks = []
+    start, line0 = 0, 0
+    for m in re.finditer(r"^// -----[^\n]*(\n|$)", text, re.M):
+        chunks.append((text[start:m.start()], line0))
+        line0 = text.count("\n", 0, m.end())
+        start = m.end()
+    chunks.append((text[start:], line0))
+    return chunks
+
+
+class Driver:
+    def __init__(self, argv):
+        from ..ir.diagnostics import SourceManager
+        self.argv = argv
+        self.cl = None
+        self.sources = SourceManager()
+        self.err = sys.stderr
+        self.timings = []
+        self.stats = {}
+
+    def report(self, diag_error):
+        from ..ir.diagnostics import render
+        for d in diag_error.diagnostics:
+            self.err.write(render(d, self.sources) + "\n")
+
+    def run(self) -> int:
+        from .cmdline import CommandLine
+        argv = self.argv
+        if any(a in ("--help", "-h") for a in argv):
+            print_help(sys.stdout)
+            return 0
+        if "--version" in argv:
+            from .. import __version__
+            sys.stdout.write(f"tvm-opt (tvmd) {__version__}\n")
+            return 0
+        self.cl = cl = CommandLine("tvm-opt", argv)
+        self.sources.add(cl.NAME, cl.text)
+        from ..ir.diagnostics import DiagnosticError
+        try:
+            o = parse_args(argv, cl)
+            if "--list-passes" in o.flags:
+                list_passes(sys.stdout)
+                return 0
+            passes, _ = build_passes(o, cl)
+            from ..parser import read_source
+            try:
+                fname, text = read_source(o.input or "-")
+            except DiagnosticError as e:
+                if e.loc.file_line_col() is None and o.input_index is not None:
+                    raise cl.error(o.input_index, e.diagnostics[0].message) from None
+                raise
+        except DiagnosticError as e:
+            self.report(e)
+            return 1
+        self.o = o
+        self.fname = fname
+        self.sources.add(fname, text)
+        return self.process(text, passes)
+
+    def process(self, text, passes) -> int:
+        import time
+        o = self.o
+        chunks = split_chunks(text) if "--split-input-file" in o.flags else [(text, 0)]
+        outputs, rc = [], 0
+        t_start = time.perf_counter()
+        for chunk, line0 in chunks:
+            if "--verify-diagnostics" in o.flags:
+                ok, out = self.verify_chunk(chunk, line0, passes)
+            else:
+                ok, out = self.run_chunk(chunk, line0, passes)
+            if not ok:
+                rc = 1
+            if out is not None:
+                outputs.append(out)
+        t_out = time.perf_counter()
+        result = "// -----\n".join(outputs)
+        if rc == 0 or "--split-input-file" in o.flags or "--verify-diagnostics" in o.flags:
+            if rc == 0 or o.output is None:
+                if not self.write_output(result):
+                    rc = 1
+        self.timings.append(("Output", time.perf_counter() - t_out))
+        if "--timing" in o.flags:
+            self.print_timing(time.perf_counter() - t_start)
+        if "--pass-statistics" in o.flags:
+            self.print_stats()
+        return rc
+
+    def write_output(self, text) -> bool:
+        o = self.o
+        if o.output is None or o.output == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return True
+        from .cmdline import write_atomic
+        try:
+            write_atomic(o.output, text)
+        except OSError as e:
+            self.report(self.cl.error(o.output_index, f"cannot write '{o.output}': {e.strerror}"))
+            return False
+        return True
+
+    # -- one chunk -------------------------------------------------------------
+
+    def parse_chunk(self, chunk, line0, external=None):
+        import time
+
+        from ..parser import parse_module
+        t0 = time.perf_counter()
+        m = parse_module(chunk, self.fname, line0, allow_unregistered="--allow-unregistered-dialect" in self.o.flags,
+                         external=external)
+        self.timings.append(("Parser", time.perf_counter() - t0))
+        return m
+
+    def pass_manager(self, passes):
+        from ..ir.pass_manager import Instrumentation, PassManager
+        o = self.o
+        instr = Instrumentation(
+            print_before=o.print_before, print_after=o.print_after,
+            print_before_all="--print-ir-before-all" in o.flags,
+            print_after_all="--print-ir-after-all" in o.flags,
+            print_after_change="--print-ir-after-change" in o.flags,
+            print_after_failure="--print-ir-after-failure" in o.flags,
+            print_generic="--print-generic" in o.flags,
+            print_debuginfo="--print-debuginfo" in o.flags,
+            verify_each=o.verify_each, out=sys.stderr)
+        return PassManager(passes, instr)
+
+    def run_chunk(self, chunk, line0, passes):
+        from ..ir.diagnostics import DiagnosticError
+        from ..ir.pass_manager import PassFailure
+        o = self.o
+        try:
+            external = {}
+            module = self.parse_chunk(chunk, line0, external)
+            if "--run-reproducer" in o.flags:
+                passes = self.reproducer_passes(external)
+            pm = self.pass_manager(passes)
+            try:
+                pm.run(module)
+            finally:
+                self.timings.extend(pm.timings)
+                for k, v in pm.ctx.stats.items():
+                    d = self.stats.setdefault(k, {})
+                    for s, n in v.items():
+                        d[s] = d.get(s, 0) + n
+        except DiagnosticError as e:
+            self.report(e)
+            return False, None
+        except PassFailure as f:
+            self.pass_failed(f, chunk, line0, passes, pm)
+            return False, None
+        import time
+
+        from ..ir.printer import print_module
+        t0 = time.perf_counter()
+        out = print_module(module, generic="--print-generic" in o.flags, debuginfo="--print-debuginfo" in o.flags)
+        self.timings.append(("Printer", time.perf_counter() - t0))
+        return True, out
+
+    def reproducer_passes(self, external):
+        from ..ir.diagnostics import DiagnosticError
+        from ..ir.location import FileLoc
+        from ..ir.pass_manager import PassOptionError, instantiate, parse_pipeline
+        from ..ir.registry import get_pass_class
+        rep = external.get("tvmd_reproducer")
+        if not rep or "pipeline" not in rep:
+            raise DiagnosticError(FileLoc(self.fname, 1, 1),
+                                  "--run-reproducer: the input has no 'tvmd_reproducer' pipeline in its resources")
+        try:
+            return instantiate(parse_pipeline(rep["pipeline"]), get_pass_class)
+        except PassOptionError as e:
+            raise DiagnosticError(FileLoc(self.fname, 1, 1), f"bad reproducer pipeline: {e}") from None
+
+    def ir_before(self, chunk, line0, passes, index):
+        """The IR that reached pass `index`: replay the passes before it on a
+        fresh parse, so the normal path never pays for snapshots."""
+        from ..ir.pass_manager import Instrumentation, PassManager
+        module = self.parse_chunk(chunk, line0)
+        PassManager(passes[:index], Instrumentation(verify_each=False, out=sys.stderr)).run(module)
+        return module
+
+    def pass_failed(self, f, chunk, line0, passes, pm):
+        from ..ir.diagnostics import DiagnosticError
+        from ..ir.pass_manager import InvalidIRError
+        from ..ir.printer import print_module
+        exc = f.exc
+        internal = not isinstance(exc, DiagnosticError)
+        if isinstance(exc, DiagnosticError):
+            self.report(exc)
+        elif isinstance(exc, InvalidIRError):
+            self.err.write(f"error: internal error: pass '{f.pass_.NAME}' produced IR that does not verify:\n")
+            self.report(exc.diag_error)
+        else:
+            import traceback
+            tb = traceback.extract_tb(exc.__traceback__)
+            where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno} ({tb[-1].name})" if tb else ""
+            self.err.write(f"error: internal error in pass '{f.pass_.NAME}': {type(exc).__name__}: {exc}{where}\n")
+            if os.environ.get("TVMD_DEBUG"):
+                traceback.print_exception(exc, file=self.err)
+        module = None
+        if internal or self.o.crash_reproducer:
+            try:
+                module = self.ir_before(chunk, line0, passes, f.index)
+            except Exception:  # replay failed too: fall back to what we have
+                module = None
+        if internal and module is not None:
+            self.err.write(f"note: the IR that reached '{f.pass_.NAME}':\n")
+            self.err.write(print_module(module, generic=True))
+        if self.o.crash_reproducer and module is not None:
+            from .cmdline import write_atomic
+            pipeline = pm.pipeline_text(f.index)
+            text = print_module(module, external={"tvmd_reproducer": {"pipeline": pipeline}})
+            try:
+                write_atomic(self.o.crash_reproducer, text)
+                self.err.write(f"note: reproducer written to {self.o.crash_reproducer}; replay it with: "
+                               f"tvm-opt {self.o.crash_reproducer} --run-reproducer\n")
+            except OSError as e:
+                self.err.write(f"error: cannot write the reproducer: {e.strerror}\n")
+        elif internal:
+            self.err.write("note: rerun with --crash-reproducer=FILE to save a reproducer\n")
+
+    # -- --verify-diagnostics -----------------------------------------------------
+
+    def verify_chunk(self, chunk, line0, passes):
+        from ..ir import diagnostics as D
+        from ..ir.pass_manager import InvalidIRError, PassFailure
+        expects, bad = parse_expectations(chunk, line0, self.fname)
+        ok = True
+        for e in bad:
+            self.report(e)
+            ok = False
+        got = []
+        out = None
+        with D.collect() as emitted:
+            try:
+                module = self.parse_chunk(chunk, line0)
+                pm = self.pass_manager(passes)
+                pm.run(module)
+                from ..ir.printer import print_module
+                out = print_module(module, generic="--print-generic" in self.o.flags)
+            except D.DiagnosticError as e:
+                got.extend(e.diagnostics)
+            except PassFailure as f:
+                if isinstance(f.exc, D.DiagnosticError):
+                    got.extend(f.exc.diagnostics)
+                elif isinstance(f.exc, InvalidIRError):
+                    got.extend(f.exc.diag_error.diagnostics)
+                else:
+                    self.pass_failed(f, chunk, line0, passes, pm)
+                    return False, None
+        got = emitted + got
+        for d in got:
+            if not match_expectation(d, expects, self.fname):
+                self.report(D.DiagnosticError([D.Diagnostic("error", d.loc, f"unexpected {d.severity}: {d.message}")]))
+                ok = False
+            for n in d.notes:
+                match_expectation(n, expects, self.fname)
+        for e in expects:
+            if not e.matched:
+                self.report(D.DiagnosticError(e.loc, f'expected {e.severity} "{e.text}" was not produced'))
+                ok = False
+        return ok, out
+
+    # -- reports ---------------------------------------------------------------
+
+    def print_timing(self, total):
+        agg = {}
+        for name, t in self.timings:
+            agg[name] = agg.get(name, 0.0) + t
+        total = max(total, sum(agg.values()))
+        w = self.err.write
+        w("===" + "-" * 73 + "===\n")
+        w(" " * 26 + "... Execution time report ...\n")
+        w("===" + "-" * 73 + "===\n")
+        w(f"  Total Execution Time: {total:.4f} seconds\n\n")
+        w("  ----Wall Time----  ----Name----\n")
+        for name, t in agg.items():
+            w(f"  {t:8.4f} ({100 * t / total if total else 0:5.1f}%)  {name}\n")
+        rest = total - sum(agg.values())
+        w(f"  {rest:8.4f} ({100 * rest / total if total else 0:5.1f}%)  Rest\n")
+        w(f"  {total:8.4f} (100.0%)  Total\n")
+
+    def print_stats(self):
+        w = self.err.write
+        w("===" + "-" * 73 + "===\n")
+        w(" " * 26 + "... Pass statistics report ...\n")
+        w("===" + "-" * 73 + "===\n")
+        for name, d in self.stats.items():
+            w(f"'{name}' Pass\n")
+            for s, n in d.items():
+                w(f"  (S) {n:8d} {s}\n")
+
+
+class Expectation:
+    __slots__ = ("severity", "line", "text", "loc", "matched")
+
+    def __init__(self, severity, line, text, loc):
+        self.severity = severity
+        self.line = line
+        self.text = text
+        self.loc = loc
+        self.matched = False
+
+
+def parse_expectations(chunk, line0, fname):
+    """``// expected-error@+1 {{text}}``: severity, target line, text."""
+    import re
+
+    from ..ir.diagnostics import DiagnosticError
+    from ..ir.location import FileLoc
+    pat = re.compile(r"expected-(error|warning|note|remark)(@([+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
+    out, bad = [], []
+    lines = chunk.split("\n")
+    for i, line in enumerate(lines):
+        ci = line.find("//")
+        if ci < 0:
+            continue
+        for m in pat.finditer(line, ci):
+            lineno = line0 + i + 1
+            rel = m.group(3)
+            target = lineno
+            if rel == "above":
+                target = lineno - 1
+            elif rel == "below":
+                target = lineno + 1
+            elif rel:
+                target = lineno + int(rel)
+            loc = FileLoc(fname, lineno, m.start() + 1)
+            if not m.group(4).strip():
+                bad.append(DiagnosticError(loc, "empty expected-diagnostic text"))
+                continue
+            out.append(Expectation(m.group(1), target, m.group(4), loc))
+        if "expected-" in line[ci:] and not pat.search(line, ci):
+            rest = line[ci:]
+            if re.search(r"expected-(error|warning|note|remark)", rest):
+                bad.append(DiagnosticError(FileLoc(fname, line0 + i + 1, ci + 1),
+                                           "malformed expected-diagnostic: write expected-error {{text}}"))
+    return out, bad
+
+
+def match_expectation(d, expects, fname):
+    flc = d.loc.file_line_col()
+    for e in expects:
+        if e.matched or e.severity != d.severity:
+            continue
+        if flc is None or flc[0] != fname or flc[1] != e.line:
+            continue
+        if e.text in d.message:
+            e.matched = True
+            return True
+    return False
+
+
+def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+    try:
+        return Driver(argv).run()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
