@@ -1,1 +1,3 @@
-"""(filled in below)"""
+"""tir: loops over buffers, down to what code generation needs."""
+
+from . import ops  # noqa: F401

@@ -112,6 +112,11 @@ class ReturnOp(Operation):
 
 # Ops that can be the target of a relay.call: anything with a function_type.
 def callee_type(callee_op):
+    """The signature a call sees: a relay/te function's type, or a lower-level
+    kernel's tensor view of itself (``tensor_signature``)."""
+    sig = getattr(callee_op, "tensor_signature", None)
+    if sig is not None:
+        return sig()
     ft = callee_op.attributes.get("function_type")
     return ft if isinstance(ft, T.FunctionType) else None
 

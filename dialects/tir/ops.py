@@ -1,0 +1,332 @@
+"""TIR ops: prim functions over buffers, loops with kinds, loads, stores.
+
+    tir.func @add_relu(%A: memref<1024xf32>, %B: memref<1024xf32>, %C: memref<1024xf32>)
+        attributes {num_outputs = 1} {
+      tir.for %i = 0 to 1024 parallel {
+        %a = tir.load %A[%i] : f32
+        %b = tir.load %B[%i] : f32
+        %s = arith.addf %a, %b : f32
+        %z = arith.constant 0.0 : f32
+        %r = arith.maximumf %s, %z : f32
+        tir.store %r, %C[%i] : f32
+      }
+    }
+
+* ``tir.func``: arguments are buffers (``memref``) and scalars (``index``
+  for symbolic sizes); the last ``num_outputs`` buffers are the outputs.
+  Its regions need no terminator.
+* ``tir.for %i = LB to UB KIND``: LB and UB are integer literals or index
+  values; KIND is serial (default), parallel, vectorized, unrolled, or
+  ``thread("threadIdx.x")`` for a GPU thread binding.
+* ``tir.load`` / ``tir.store``: n-d indices (row-major); the result type
+  is the element type, or ``vector<NxT>`` for N consecutive elements.
+* ``tir.alloc``: a buffer living until the end of its block; its scope
+  (``memref<..., "shared">``) says where.
+* ``tir.if %cond { ... } else { ... }``, ``tir.intrin "exp"(%x) : f32``
+  (math functions), ``tir.barrier`` (``__syncthreads``).
+"""
+
+from __future__ import annotations
+
+from ...ir import types as T
+from ...ir.attrkinds import ANY, INT, STR, enum, optional
+from ...ir.core import Attr, Operation
+from ...ir.printer import print_symbol
+from ...ir.traits import ISOLATED_FROM_ABOVE, NO_TERMINATOR, PURE, SYMBOL, SINGLE_BLOCK
+
+LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread")
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+               "vthread")
+
+
+class FuncOp(Operation):
+    __slots__ = ()
+    name = "tir.func"
+    OPERANDS = ()
+    RESULTS = ()
+    NUM_REGIONS = 1
+    ATTRS = {"sym_name": Attr(STR), "num_outputs": Attr(INT, 1)}
+    traits = frozenset({ISOLATED_FROM_ABOVE, SYMBOL, NO_TERMINATOR, SINGLE_BLOCK})
+
+    @property
+    def args(self):
+        return self.body.args
+
+    @property
+    def buffer_args(self):
+        return [a for a in self.body.args if isinstance(a.type, T.MemRefType)]
+
+    @property
+    def outputs(self):
+        n = self.attributes["num_outputs"]
+        bufs = self.buffer_args
+        return bufs[len(bufs) - n:]
+
+    @property
+    def inputs(self):
+        n = self.attributes["num_outputs"]
+        bufs = self.buffer_args
+        return bufs[:len(bufs) - n]
+
+    def tensor_signature(self):
+        """The function as a relay call sees it: input tensors -> output tensor(s)."""
+        def tt(m):
+            return T.TensorType(m.shape, m.element_type)
+        return T.FunctionType([tt(a.type) for a in self.inputs], [tt(a.type) for a in self.outputs])
+
+    def verify_(self):
+        n = self.attributes["num_outputs"]
+        if n < 0 or n > len(self.buffer_args):
+            raise self.error(f"num_outputs = {n} but the function has {len(self.buffer_args)} buffer argument(s)")
+        for a in self.body.args:
+            if not isinstance(a.type, (T.MemRefType, T.IndexType, T.IntegerType, T.FloatType)):
+                raise self.error(f"argument of type {a.type}: expected a memref or a scalar")
+
+    def print_custom(self, p):
+        p.write(f"tir.func {print_symbol(self.attributes['sym_name'])}(")
+        p.push_scope()
+        p.write(", ".join(f"{p.define(a)}: {a.type}" for a in self.body.args))
+        p.write(")")
+        rest = {k: v for k, v in self.attributes.items()
+                if k != "sym_name" and not (k == "num_outputs" and v == 1)}
+        if rest:
+            p.write(" attributes " + p.attr_dict(rest))
+        p.write(" ")
+        p.print_region(self.region)
+        p.pop_scope()
+
+
+class ForOp(Operation):
+    """A loop.  Static bounds are the attributes ``lower``/``upper``; a
+    dynamic bound is an operand (``lower``/``upper`` then absent)."""
+
+    __slots__ = ()
+    name = "tir.for"
+    OPERANDS = ("*bounds",)
+    RESULTS = ()
+    NUM_REGIONS = 1
+    ATTRS = {
+        "lower": Attr(optional(INT), None),
+        "upper": Attr(optional(INT), None),
+        "kind": Attr(enum(*LOOP_KINDS), "serial"),
+        "thread": Attr(optional(enum(*THREAD_TAGS)), None),
+    }
+    traits = frozenset({NO_TERMINATOR, SINGLE_BLOCK})
+
+    @classmethod
+    def create(cls, lower, upper, kind="serial", thread=None, name="i", loc=None, annotations=None):
+        """A loop over [lower, upper); each bound an int or an index Value."""
+        from ...ir.core import Block, Region, Value
+        from ...ir.location import UNKNOWN
+        operands, attrs = [], {"kind": kind, "thread": thread}
+        for key, b in (("lower", lower), ("upper", upper)):
+            if isinstance(b, Value):
+                operands.append(b)
+            else:
+                attrs[key] = int(b)
+        attrs.update(annotations or {})
+        block = Block([T.index], [name])
+        return cls(operands, (), attrs, [Region([block])], loc or UNKNOWN)
+
+    @property
+    def induction_var(self):
+        return self.body.args[0]
+
+    def _bound(self, key, idx):
+        v = self.attributes.get(key)
+        if v is not None:
+            return v
+        dyn = [k for k in ("lower", "upper") if self.attributes.get(k) is None]
+        return self.operands[dyn.index(key)]
+
+    @property
+    def lower(self):
+        """An int, or the index Value of a dynamic bound."""
+        return self._bound("lower", 0)
+
+    @property
+    def upper(self):
+        return self._bound("upper", 1)
+
+    @property
+    def kind(self):
+        return self.attributes["kind"]
+
+    @property
+    def static_extent(self):
+        lo, hi = self.attributes.get("lower"), self.attributes.get("upper")
+        return hi - lo if lo is not None and hi is not None else None
+
+    def annotations(self):
+        return {k: v for k, v in self.attributes.items() if k not in self.ATTRS and v is not None}
+
+    def verify_(self):
+        a = self.attributes
+        n_dyn = (a.get("lower") is None) + (a.get("upper") is None)
+        if len(self.operands) != n_dyn:
+            raise self.error(f"has {len(self.operands)} bound operand(s) but {n_dyn} dynamic bound(s)")
+        for v in self.operands:
+            if v.type is not T.index:
+                raise self.error(f"a dynamic bound must be an index, got {v.type}")
+        body = self.body
+        if len(body.args) != 1 or body.args[0].type is not T.index:
+            raise self.error("the body takes one index argument, the induction variable")
+        if a["kind"] == "thread" and not a.get("thread"):
+            raise self.error("a thread loop needs a thread tag, e.g. thread(\"threadIdx.x\")")
+        if a["kind"] != "thread" and a.get("thread"):
+            raise self.error(f"a {a['kind']} loop has no thread tag")
+
+    def print_custom(self, p):
+        iv = p.define(self.induction_var)
+
+        def bound(key):
+            v = self.attributes.get(key)
+            return str(v) if v is not None else p.value(self._bound(key, 0))
+        p.write(f"tir.for {iv} = {bound('lower')} to {bound('upper')}")
+        kind = self.attributes["kind"]
+        if kind == "thread":
+            p.write(f' thread("{self.attributes["thread"]}")')
+        elif kind != "serial":
+            p.write(" " + kind)
+        ann = self.annotations()
+        if ann:
+            p.write(" attributes " + p.attr_dict(ann))
+        p.write(" ")
+        p.print_region(self.region)
+
+
+def _check_access(op, buf, indices, value_type):
+    bt = buf.type
+    if not isinstance(bt, T.MemRefType):
+        raise op.error(f"accesses a {bt}, not a memref")
+    if len(indices) != bt.rank:
+        raise op.error(f"gives {len(indices)} indices for a rank-{bt.rank} buffer")
+    for v in indices:
+        if v.type is not T.index:
+            raise op.error(f"indices must be index values, got {v.type}")
+    et = bt.element_type
+    if isinstance(value_type, T.VectorType):
+        if value_type.element_type is not et or value_type.rank != 1:
+            raise op.error(f"vector type {value_type} does not match buffer element type {et}")
+    elif value_type is not et:
+        raise op.error(f"value type {value_type} does not match buffer element type {et}")
+
+
+class LoadOp(Operation):
+    __slots__ = ()
+    name = "tir.load"
+    OPERANDS = ("buffer", "*indices")
+    RESULTS = ("result",)
+    traits = frozenset({PURE})   # reads only: CSE and DCE may act on it within a scope without stores
+
+    def verify_(self):
+        _check_access(self, self.operands[0], self.operands[1:], self.results[0].type)
+
+    def print_custom(self, p):
+        b, *idx = self.operands
+        p.write(f"tir.load {p.value(b)}[{p.values(idx)}] : {self.results[0].type}")
+
+
+class StoreOp(Operation):
+    __slots__ = ()
+    name = "tir.store"
+    OPERANDS = ("value", "buffer", "*indices")
+    RESULTS = ()
+
+    def verify_(self):
+        v, b, *idx = self.operands
+        _check_access(self, b, idx, v.type)
+
+    def print_custom(self, p):
+        v, b, *idx = self.operands
+        p.write(f"tir.store {p.value(v)}, {p.value(b)}[{p.values(idx)}] : {v.type}")
+
+
+class AllocOp(Operation):
+    __slots__ = ()
+    name = "tir.alloc"
+    OPERANDS = ()
+    RESULTS = ("result",)
+
+    def verify_(self):
+        t = self.results[0].type
+        if not isinstance(t, T.MemRefType) or not t.is_static:
+            raise self.error(f"allocates a static memref, got {t}")
+
+    def print_custom(self, p):
+        p.write(f"tir.alloc : {self.results[0].type}")
+
+
+class IfOp(Operation):
+    __slots__ = ()
+    name = "tir.if"
+    OPERANDS = ("condition",)
+    RESULTS = ()
+    traits = frozenset({NO_TERMINATOR, SINGLE_BLOCK})
+
+    def verify_(self):
+        if len(self.regions) not in (1, 2):
+            raise self.error("has a then region and an optional else region")
+        if self.operands[0].type is not T.i1:
+            raise self.error(f"condition must be i1, got {self.operands[0].type}")
+
+    @property
+    def then_block(self):
+        return self.regions[0].blocks[0]
+
+    @property
+    def else_block(self):
+        return self.regions[1].blocks[0] if len(self.regions) > 1 else None
+
+    def print_custom(self, p):
+        p.write(f"tir.if {p.value(self.operands[0])} ")
+        p.print_region(self.regions[0])
+        if len(self.regions) > 1:
+            p.write(" else ")
+            p.print_region(self.regions[1])
+
+
+# math functions tir.intrin knows: name -> (arity, numpy evaluator name)
+INTRINSICS = {
+    "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "fabs": 1,
+    "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sin": 1, "cos": 1, "pow": 2, "fma": 3,
+}
+
+
+class IntrinOp(Operation):
+    __slots__ = ()
+    name = "tir.intrin"
+    OPERANDS = ("*args",)
+    RESULTS = ("result",)
+    ATTRS = {"intrin": Attr(STR)}
+    traits = frozenset({PURE})
+
+    def verify_(self):
+        name = self.attributes["intrin"]
+        arity = INTRINSICS.get(name)
+        if arity is None:
+            raise self.error(f"unknown intrinsic '{name}' (known: {', '.join(INTRINSICS)})")
+        if len(self.operands) != arity:
+            raise self.error(f"'{name}' takes {arity} argument(s), got {len(self.operands)}")
+        t = self.results[0].type
+        if not T.is_float(T.element_type(t)):
+            raise self.error(f"'{name}' computes on floats, got {t}")
+        for v in self.operands:
+            if v.type is not t:
+                raise self.error(f"argument type {v.type} differs from the result type {t}")
+
+    def print_custom(self, p):
+        p.write(f'tir.intrin "{self.attributes["intrin"]}"({p.values(self.operands)}) : {self.results[0].type}')
+
+
+class BarrierOp(Operation):
+    __slots__ = ()
+    name = "tir.barrier"
+    OPERANDS = ()
+    RESULTS = ()
+
+    def print_custom(self, p):
+        p.write("tir.barrier")
+
+
+ANNOTATION = ANY
