@@ -231,6 +231,7 @@ class Operation:
     def build(cls, *operands, loc: Location = UNKNOWN, regions=(), **attributes):
         """Create the op with result types from its ``infer_types`` hook."""
         op = cls(operands, (), attributes, regions, loc)
+        op.verify_attributes()
         op.results = [OpResult(t, op, i) for i, t in enumerate(op.infer_types())]
         return op
 
@@ -390,15 +391,7 @@ class Operation:
             _check_count(self, "result", cls.RESULTS, len(self.results))
         if cls.NUM_REGIONS is not None and len(self.regions) != cls.NUM_REGIONS:
             raise self.error(f"expects {cls.NUM_REGIONS} region(s), got {len(self.regions)}")
-        for k, a in cls.ATTRS.items():
-            v = self.attributes.get(k, REQUIRED)
-            if v is REQUIRED:
-                if a.required:
-                    raise self.error(f"requires attribute '{k}'")
-                continue
-            msg = a.kind.check(v)
-            if msg:
-                raise self.error(f"attribute '{k}' {msg}")
+        self.verify_attributes()
         if SYMBOL in cls.traits and not isinstance(self.attributes.get("sym_name"), str):
             raise self.error("requires a string attribute 'sym_name'")
         if self.regions and NO_TERMINATOR not in cls.traits:
@@ -409,6 +402,20 @@ class Operation:
                         loc = last.loc if last is not None else self.loc
                         raise DiagnosticError(loc, f"block in '{self.name}' must end with a terminator")
         self.verify_()
+
+    def verify_attributes(self):
+        """Check each declared attribute's presence and kind.  Type inference
+        runs this first, so a bad attribute is reported as such and not as
+        whatever the inference trips over."""
+        for k, a in type(self).ATTRS.items():
+            v = self.attributes.get(k, REQUIRED)
+            if v is REQUIRED:
+                if a.required:
+                    raise self.error(f"requires attribute '{k}'")
+                continue
+            msg = a.kind.check(v)
+            if msg:
+                raise self.error(f"attribute '{k}' {msg}")
 
     def verify_(self):
         pass

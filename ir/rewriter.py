@@ -175,7 +175,7 @@ def apply_patterns_greedily(root: Operation, patterns, max_iterations: int = 10,
             if fold and materialize is not None and fold_op(op, rw, materialize):
                 changed = True
                 continue
-            for p in by_root.get(op.name, ()) + anywhere:
+            for p in by_root.get(op.name, []) + anywhere:
                 if p.match_and_rewrite(op, rw):
                     changed = True
                     break

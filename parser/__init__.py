@@ -28,7 +28,12 @@ def parse_module(text: str, filename: str = "<input>", line_offset: int = 0, ver
         blobs, ext = parse_resources(res_text, filename, res_line + line_offset)
         if external is not None:
             external.update(ext)
+    import gc
     p = get_parser()
+    # The parse allocates millions of objects that all survive (the IR);
+    # the cyclic collector would rescan them again and again for nothing.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
         module = p.parse(body, filename, line_offset, blobs, allow_unregistered)
     except UnexpectedInput as e:
@@ -36,6 +41,9 @@ def parse_module(text: str, filename: str = "<input>", line_offset: int = 0, ver
     except RecursionError:
         from ..ir.location import FileLoc
         raise DiagnosticError(FileLoc(filename, 1 + line_offset, 1), "input nests too deeply") from None
+    finally:
+        if gc_was_on:
+            gc.enable()
     if verify:
         from ..ir.verifier import verify as run_verify
         run_verify(module)

@@ -24,15 +24,24 @@ _DESCRIBE = {
     "DIALECT_ATTR": "an attribute",
     "DENSE": "'dense'",
     "DENSE_RESOURCE": "'dense_resource'",
-    "RELAY_OPNAME": "an op name",
+    "RELAY_OPNAME": "an operation",
+    "VALUE_LIST": "an operand list (%a, %b)",
+    "INDEX_LIST": "an index list [%i, %j]",
+    "RESULTS": "an operation",
     "$END": "end of file",
 }
+
+
+_OP_PREFIXES = ("ARITH_", "TIR_", "TE_", "RELAY_")
 
 
 def _describe(name, terminals):
     d = _DESCRIBE.get(name)
     if d:
         return d
+    # op keywords of every dialect read as one thing to a user
+    if name.startswith(_OP_PREFIXES) or name in ("MODULE_KW", "RETURN_KW", "YIELD_KW"):
+        return "an operation"
     t = terminals.get(name)
     if t is not None and isinstance(t.pattern, PatternStr):
         return f"'{t.pattern.value}'"

@@ -69,6 +69,7 @@ class Syntax:
         op = self.make_op(cls, operands, (), attrs, (), tok)
         if rtype is None:
             try:
+                op.verify_attributes()
                 rtypes = op.infer_types()
             except DiagnosticError:
                 op.drop_operands()
