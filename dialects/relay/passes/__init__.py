@@ -1,1 +1,51 @@
-"""(filled in below)"""
+"""Relay graph passes, one module each; ``ir/registry.py`` loads them lazily.
+
+    infer_type.InferType                    --infer-type
+    fuse_ops.FuseOps                        --fuse-ops='max-depth=256 opt-level=2'
+    convert_layout.ConvertLayout            --convert-layout='nn.conv2d=NHWC'
+    fold_constant.FoldConstant              --fold-constant
+    dce.DeadCodeElimination                 --dce
+    cse.CommonSubexprElimination            --cse
+    canonicalize.Canonicalize               --canonicalize
+
+The helpers below are shared by several passes; this module imports nothing
+heavy so that loading one pass stays cheap.
+"""
+
+from __future__ import annotations
+
+RELAY_FUNC = "relay.func"
+
+
+def relay_functions(module, include_primitive: bool = True):
+    """The relay.func ops at the top level of `module`, in order."""
+    out = []
+    for op in module.regions[0].blocks[0].ops:
+        if op.name == RELAY_FUNC and (include_primitive or "primitive" not in op.attributes):
+            out.append(op)
+    return out
+
+
+def is_primitive(func) -> bool:
+    return "primitive" in func.attributes
+
+
+def defining_constant(v):
+    """The relay.constant op defining `v`, or None."""
+    d = v.defining_op()
+    return d if d is not None and d.name == "relay.constant" else None
+
+
+def erase_if_dead(ops):
+    """Erase each op of `ops` (pure, e.g. constants) whose results lost all
+    uses; later entries first so a chain of dead ops goes in one sweep."""
+    n = 0
+    seen = set()
+    for op in reversed(ops):
+        if id(op) in seen or op.parent is None:
+            continue
+        seen.add(id(op))
+        if all(not r.uses for r in op.results):
+            op.erase()
+            n += 1
+    return n

@@ -1,0 +1,237 @@
+"""--canonicalize: fold and simplify with rewrite patterns (MLIR's canonicalizer).
+
+Runs ``apply_patterns_greedily`` (ir/rewriter.py) over the module: a
+worklist of every op; dead pure ops are erased, each op's ``fold()`` is
+tried (constants it returns become ``relay.constant``), then the patterns
+below; users of whatever changed go back on the worklist, to a fixed point.
+
+Patterns (each keeps the value bit-for-bit, up to the sign of a zero):
+
+* ``add(x, 0)``, ``add(0, x)``, ``subtract(x, 0)``, ``multiply(x, 1)``,
+  ``multiply(1, x)``, ``divide(x, 1)`` -> ``x``, when the constant is a splat
+  and broadcasting it leaves x's type unchanged;
+* ``maximum(x, x)``, ``minimum(x, x)`` -> ``x``; ``nn.relu(nn.relu(x))`` ->
+  ``nn.relu(x)``;
+* ``layout_transform(x) {A -> A}`` -> ``x``;
+  ``layout_transform(layout_transform(x) {A -> B}) {B -> C}`` ->
+  ``layout_transform(x) {A -> C}``, or ``x`` when C is A;
+* an op whose operands are all constants -> its value, computed by the
+  reference interpreter (as --fold-constant does).
+
+``nn.bias_add`` is kept as it is (TVM's CanonicalizeOps would turn it into
+``add``; here it stays an op the fusion and layout passes understand).  Op
+classes may add patterns of their own with a ``canonicalization_patterns()``
+classmethod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....ir.pass_manager import ModulePass
+from ....ir.rewriter import RewritePattern, apply_patterns_greedily
+from . import defining_constant
+
+
+@dataclass
+class Canonicalize(ModulePass):
+    """Fold and apply canonicalization patterns to a fixed point."""
+
+    NAME = "canonicalize"
+    max_iterations: int = 10
+
+    def validate(self):
+        if self.max_iterations < 1:
+            raise ValueError(f"max-iterations must be at least 1, got {self.max_iterations}")
+
+    def run(self, module, ctx):
+        from .infer_type import ensure_types
+        ensure_types(module)
+        self.run_on(module, ctx)
+
+    def run_on(self, op, ctx):
+        counter = CountingPatterns(patterns())
+        apply_patterns_greedily(op, counter.patterns, max_iterations=self.max_iterations,
+                                materialize=materialize)
+        ctx.stat(self, "patterns-applied", counter.count)
+
+
+def materialize(value, type, loc):
+    """A relay.constant for a folded value (a DenseAttr or an array)."""
+    from ....ir.attributes import DenseAttr
+    from ....ir.types import TensorType
+    from ..ops.function import ConstantOp
+    if not isinstance(type, TensorType):
+        return None
+    attr = value if isinstance(value, DenseAttr) else DenseAttr(value, type)
+    return ConstantOp.get(attr, loc=loc)
+
+
+def patterns():
+    from ....ir.core import OP_CLASSES
+    out = [AddZero(), SubtractZero(), MultiplyOne(), DivideOne(), SameOperands("relay.maximum"),
+           SameOperands("relay.minimum"), ReluRelu(), LayoutTransformIdentity(),
+           LayoutTransformCompose(), FoldAllConstant()]
+    for cls in list(OP_CLASSES.values()):
+        # only a class's own hook, so a base class's patterns are not added once per subclass
+        if cls.name.startswith("relay.") and "canonicalization_patterns" in cls.__dict__:
+            out.extend(cls.canonicalization_patterns())
+    return out
+
+
+class CountingPatterns:
+    """Wraps patterns to count successful rewrites for the statistics."""
+
+    def __init__(self, pats):
+        self.count = 0
+        self.patterns = [self._wrap(p) for p in pats]
+
+    def _wrap(self, p):
+        outer = self
+        inner = p.match_and_rewrite
+
+        def match_and_rewrite(op, rw):
+            ok = inner(op, rw)
+            if ok:
+                outer.count += 1
+            return ok
+        p.match_and_rewrite = match_and_rewrite
+        return p
+
+
+# -- identity arithmetic --------------------------------------------------------
+
+def splat_value(v):
+    """The single value a splat constant holds, or None."""
+    c = defining_constant(v)
+    if c is None:
+        return None
+    a = c.attributes["value"]
+    if not a.is_splat():
+        return None
+    return a.array.flat[0]
+
+
+class _Identity(RewritePattern):
+    """``op(x, c)`` (or ``op(c, x)`` when COMMUTES) -> x for splat c == IDENTITY."""
+
+    IDENTITY = 0
+    COMMUTES = True
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        a, b = op.operands
+        rtype = op.results[0].type
+        sides = [(a, b), (b, a)] if self.COMMUTES else [(a, b)]
+        for x, c in sides:
+            if x.type is not rtype:
+                continue  # broadcasting the constant would change x's shape or type
+            val = splat_value(c)
+            if val is not None and val == self.IDENTITY:
+                rw.replace_op(op, [x])
+                return True
+        return False
+
+
+class AddZero(_Identity):
+    ROOT = "relay.add"
+    IDENTITY = 0
+
+
+class SubtractZero(_Identity):
+    ROOT = "relay.subtract"
+    IDENTITY = 0
+    COMMUTES = False
+
+
+class MultiplyOne(_Identity):
+    ROOT = "relay.multiply"
+    IDENTITY = 1
+
+
+class DivideOne(_Identity):
+    ROOT = "relay.divide"
+    IDENTITY = 1
+    COMMUTES = False
+
+
+class SameOperands(RewritePattern):
+    """``maximum(x, x)`` -> x (idempotent binary ops)."""
+
+    def __init__(self, root):
+        self.ROOT = root
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        a, b = op.operands
+        if a is b and a.type is op.results[0].type:
+            rw.replace_op(op, [a])
+            return True
+        return False
+
+
+class ReluRelu(RewritePattern):
+    ROOT = "relay.nn.relu"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        d = op.operands[0].defining_op()
+        if d is not None and d.name == "relay.nn.relu":
+            rw.replace_op(op, [op.operands[0]])
+            return True
+        return False
+
+
+# -- layout transforms --------------------------------------------------------------
+
+class LayoutTransformIdentity(RewritePattern):
+    ROOT = "relay.layout_transform"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        a = op.attributes
+        if a["src_layout"] == a["dst_layout"] and op.operands[0].type is op.results[0].type:
+            rw.replace_op(op, [op.operands[0]])
+            return True
+        return False
+
+
+class LayoutTransformCompose(RewritePattern):
+    ROOT = "relay.layout_transform"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        from ..ops.transform import LayoutTransformOp
+        inner = op.operands[0].defining_op()
+        if inner is None or inner.name != "relay.layout_transform":
+            return False
+        if inner.attributes["dst_layout"] != op.attributes["src_layout"]:
+            return False
+        x = inner.operands[0]
+        src, dst = inner.attributes["src_layout"], op.attributes["dst_layout"]
+        if src == dst and x.type is op.results[0].type:
+            rw.replace_op(op, [x])
+            return True
+        new = LayoutTransformOp.build(x, src_layout=src, dst_layout=dst, loc=op.loc)
+        if new.results[0].type is not op.results[0].type:
+            new.drop_operands()
+            return False
+        rw.replace_op_with(op, new)
+        return True
+
+
+# -- constant operands ----------------------------------------------------------------
+
+class FoldAllConstant(RewritePattern):
+    """An op whose operands are all constants becomes a constant."""
+
+    ROOT = None
+    BENEFIT = 0   # after the specific patterns
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        from ..interpreter import evaluate_op
+        from .fold_constant import foldable, make_constant
+        if not foldable(op):
+            return False
+        consts = [defining_constant(v) for v in op.operands]
+        if None in consts:
+            return False
+        value = evaluate_op(op, [c.attributes["value"].array for c in consts])
+        new = make_constant(op, value, consts)
+        rw.replace_op_with(op, new)
+        return True
