@@ -93,5 +93,9 @@ def get_pass_class(name: str):
     entry = PASSES.get(name)
     if entry is None:
         return None
-    mod = importlib.import_module(entry[0])
-    return getattr(mod, entry[1])
+    try:
+        mod = importlib.import_module(entry[0])
+        return getattr(mod, entry[1])
+    except (ImportError, AttributeError) as e:
+        # a broken installation, not a user error: say which pass and why
+        raise RuntimeError(f"pass '{name}' cannot be loaded from {entry[0]}: {e}") from None

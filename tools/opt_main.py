@@ -177,6 +177,8 @@ def build_passes(o, cl):
             passes.extend(instantiate([el], get_pass_class))
         except PassOptionError as e:
             raise cl.error(ai, str(e), off + e.offset) from None
+        except RuntimeError as e:
+            raise cl.error(ai, f"internal error: {e}", off + el.offset) from None
     known = {p.NAME for _, p in passes}
     for flag, names in (("--print-ir-before", o.print_before), ("--print-ir-after", o.print_after)):
         from ..ir.registry import PASSES

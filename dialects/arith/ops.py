@@ -176,15 +176,40 @@ class ConstantOp(ArithOp):
         p.write(f"arith.constant {print_attr(self.attributes['value'])} : {self.results[0].type}")
 
 
+def _as_unsigned(x):
+    """The two's-complement bits of a signed integer read as unsigned (-1 -> 2^n - 1)."""
+    x = np.asarray(x)
+    return x.astype(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
+
+
+def _unsigned(fn):
+    return lambda a, b: fn(_as_unsigned(a), _as_unsigned(b))
+
+
 CMPI_PREDICATES = {
     "eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal,
-    "sgt": np.greater, "sge": np.greater_equal, "ult": np.less, "ule": np.less_equal,
-    "ugt": np.greater, "uge": np.greater_equal,
+    "sgt": np.greater, "sge": np.greater_equal, "ult": _unsigned(np.less), "ule": _unsigned(np.less_equal),
+    "ugt": _unsigned(np.greater), "uge": _unsigned(np.greater_equal),
 }
+
+
+def _ordered(fn):
+    """True only when neither operand is NaN (and `fn` holds)."""
+    return lambda a, b: fn(a, b) & ~np.isnan(a) & ~np.isnan(b)
+
+
+def _unordered(fn):
+    """True when either operand is NaN, or `fn` holds (LLVM's u* predicates)."""
+    return lambda a, b: fn(a, b) | np.isnan(a) | np.isnan(b)
+
+
+# numpy's comparisons are false on NaN, which is right for the ordered
+# predicates except `one`; the unordered ones must be true on NaN.
 CMPF_PREDICATES = {
-    "oeq": np.equal, "one": np.not_equal, "olt": np.less, "ole": np.less_equal,
-    "ogt": np.greater, "oge": np.greater_equal, "ueq": np.equal, "une": np.not_equal,
-    "ult": np.less, "ule": np.less_equal, "ugt": np.greater, "uge": np.greater_equal,
+    "oeq": np.equal, "one": _ordered(np.not_equal), "olt": np.less, "ole": np.less_equal,
+    "ogt": np.greater, "oge": np.greater_equal, "ueq": _unordered(np.equal), "une": np.not_equal,
+    "ult": _unordered(np.less), "ule": _unordered(np.less_equal), "ugt": _unordered(np.greater),
+    "uge": _unordered(np.greater_equal),
 }
 
 

@@ -1,0 +1,433 @@
+"""tir-simplify: fold constants and simplify index arithmetic and loops.
+
+Runs one pattern set through the greedy driver (``apply_patterns_greedily``,
+constants materialised as ``arith.constant``), on each tir.func:
+
+* constant folding: an arith op (or ``tir.intrin``) whose operands are all
+  constants becomes a constant, computed by the op's own ``evaluate`` (so the
+  result is what the interpreter would compute); integer division by zero is
+  left alone;
+* integer identities: constants to the right of commutative ops;
+  x+0, x-0, x-x, x*1, x*0, x floordiv 1, x floormod 1, x/1, x%1, x|0, x^0,
+  x<<0, x>>0, max(x,x), min(x,x); nested constant adds
+  ((x+c1)+c2 → x+(c1+c2), also with subi) and products ((x*c1)*c2);
+* floats, only where exact: x*1.0, x/1.0, x-0.0, x+(-0.0) → x;
+* on ``index`` values, with the range analysis of :mod:`tvmd.dialects.tir.bounds`:
+  floordiv/floormod by a positive constant c pull out every term whose
+  coefficient c divides ((a*c + b) floordiv c → a + b floordiv c, and
+  (a*c) floordiv c → a) and drop the division when what is left lies in one
+  period ([k*c, k*c + c)); divsi/remsi of a non-negative value become
+  floordiv/floormod; comparisons that the ranges decide become constants;
+  min/max whose ranges are ordered pick a side;
+* ``arith.select`` on a constant condition or between equal values;
+* control flow: ``tir.if`` on a constant condition is replaced by the branch
+  taken (so split-tail guards that are provably in range disappear);
+  ``tir.if`` with nothing to do, loops whose extent is 0 (or provably empty),
+  loops with an empty body and allocs nobody uses are erased; a loop of
+  extent 1 (not thread-bound) is inlined with its induction variable
+  replaced by the lower bound;
+* dead pure ops are erased by the driver.
+
+Fixed-width integers (i32, ...) get only the identities that hold modulo
+2^n; the range-based rewrites are for ``index`` (64-bit, assumed not to
+overflow, as TVM assumes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....ir import types as T
+from ....ir.pass_manager import ModulePass
+from ....ir.rewriter import RewritePattern, apply_patterns_greedily
+from ..bounds import Bounds, const_int, linear, linear_range
+
+_COMMUTATIVE = {"arith.addi", "arith.muli", "arith.maxsi", "arith.minsi", "arith.andi", "arith.ori", "arith.xori"}
+_INT_DIV = {"arith.divsi", "arith.remsi", "arith.floordivsi", "arith.floormodsi"}
+_CMP = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"}
+
+
+def _materialize(value, type, loc):
+    from ...arith.ops import ConstantOp
+    if isinstance(type, (T.IntegerType, T.IndexType, T.FloatType)):
+        return ConstantOp.get(value.item() if hasattr(value, "item") else value, type, loc)
+    return None
+
+
+def _const_value(v):
+    """The numpy value of a scalar arith.constant, else None."""
+    d = v.defining_op()
+    if d is not None and d.name == "arith.constant":
+        return d.evaluate()
+    return None
+
+
+def _float_const(v):
+    d = v.defining_op()
+    if d is not None and d.name == "arith.constant" and T.is_float(v.type):
+        return d.attributes["value"]
+    return None
+
+
+def _attached(op, root):
+    """Whether `op` is still inside `root` (not in a region erased with its op)."""
+    while op is not None:
+        if op is root:
+            return True
+        b = op.parent
+        if b is None or b.parent is None:
+            return False
+        op = b.parent.parent
+    return False
+
+
+def _empty(block):
+    return block is None or block.first is None
+
+
+class _Simplifier(RewritePattern):
+    ROOT = None
+
+    def __init__(self, root):
+        self.root = root
+        self.bounds = Bounds()
+        self.stats: dict = {}
+
+    def count(self, what):
+        self.stats[what] = self.stats.get(what, 0) + 1
+        return True
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        if not _attached(op, self.root):
+            return False
+        name = op.name
+        if name == "tir.for":
+            return self.loop(op, rw)
+        if name == "tir.if":
+            return self.if_(op, rw)
+        if name == "tir.alloc":
+            if not op.results[0].uses:
+                rw.erase_op(op)
+                return self.count("allocs-removed")
+            return False
+        if name == "tir.intrin":
+            return self.fold_intrin(op, rw)
+        if not name.startswith("arith.") or name == "arith.constant" or len(op.results) != 1:
+            return False
+        if self.fold(op, rw):
+            return self.count("constants-folded")
+        rt = op.results[0].type
+        if isinstance(rt, T.VectorType):
+            return False
+        if name == "arith.select":
+            return self.select(op, rw)
+        if name == "arith.cmpi":
+            return self.compare(op, rw)
+        if T.is_float(rt):
+            return self.float_identity(op, rw)
+        if T.is_int(rt) and len(op.operands) == 2:
+            return self.integer(op, rw)
+        return False
+
+    # -- building blocks ----------------------------------------------------------
+
+    def const(self, anchor, rw, value, type):
+        c = _materialize(value, type, anchor.loc)
+        rw.insert_before(anchor, c)
+        return c.results[0]
+
+    def make(self, anchor, rw, name, a, b):
+        from ....ir.registry import get_op_class
+        cls = get_op_class(name)
+        op = cls([a, b], [a.type], None, (), anchor.loc)
+        rw.insert_before(anchor, op)
+        return op.results[0]
+
+    def build(self, anchor, rw, terms, const):
+        """sum(coeff * atom) + const as new index ops before `anchor`."""
+        acc = None
+        for atom, k in terms.items():
+            if k == -1 and acc is not None:
+                acc = self.make(anchor, rw, "arith.subi", acc, atom)
+                continue
+            t = atom if k == 1 else self.make(anchor, rw, "arith.muli", atom, self.const(anchor, rw, k, T.index))
+            acc = t if acc is None else self.make(anchor, rw, "arith.addi", acc, t)
+        if acc is None:
+            return self.const(anchor, rw, const, T.index)
+        if const > 0:
+            acc = self.make(anchor, rw, "arith.addi", acc, self.const(anchor, rw, const, T.index))
+        elif const < 0:
+            acc = self.make(anchor, rw, "arith.subi", acc, self.const(anchor, rw, -const, T.index))
+        return acc
+
+    def replace(self, op, rw, value, what):
+        rw.replace_op(op, [value])
+        return self.count(what)
+
+    def replace_const(self, op, rw, value, what):
+        return self.replace(op, rw, self.const(op, rw, value, op.results[0].type), what)
+
+    # -- constant folding ------------------------------------------------------------
+
+    def fold(self, op, rw) -> bool:
+        vals = [_const_value(v) for v in op.operands]
+        if not vals or any(v is None for v in vals) or isinstance(op.results[0].type, T.VectorType):
+            return False
+        if op.name in _INT_DIV and vals[1] == 0:
+            return False   # undefined: leave it for the program to fail on
+        try:
+            r = op.evaluate(*vals)
+        except (ValueError, TypeError, ArithmeticError, OverflowError):
+            return False
+        c = _materialize(r, op.results[0].type, op.loc)
+        if c is None:
+            return False
+        rw.insert_before(op, c)
+        rw.replace_op(op, c.results)
+        return True
+
+    def fold_intrin(self, op, rw) -> bool:
+        from ..interpreter import eval_intrinsic
+        vals = [_const_value(v) for v in op.operands]
+        if any(v is None for v in vals) or isinstance(op.results[0].type, T.VectorType):
+            return False
+        r = eval_intrinsic(op.attributes["intrin"], vals, op.results[0].type)
+        return self.replace_const(op, rw, r, "constants-folded")
+
+    # -- integers ---------------------------------------------------------------------
+
+    def integer(self, op, rw) -> bool:
+        name = op.name
+        a, b = op.operands
+        ca, cb = const_int(a), const_int(b)
+        t = op.results[0].type
+        if name in _COMMUTATIVE and ca is not None and cb is None:
+            rw.modify(op, lambda o: o.set_operands([b, a]))
+            return self.count("operands-canonicalized")
+        if cb is not None:
+            if cb == 0 and name in ("arith.addi", "arith.subi", "arith.ori", "arith.xori", "arith.shli",
+                                    "arith.shrsi"):
+                return self.replace(op, rw, a, "identities")
+            if cb == 0 and name in ("arith.muli", "arith.andi"):
+                return self.replace_const(op, rw, 0, "identities")
+            if cb == 1 and name in ("arith.muli", "arith.floordivsi", "arith.divsi"):
+                return self.replace(op, rw, a, "identities")
+            if cb == 1 and name in ("arith.floormodsi", "arith.remsi"):
+                return self.replace_const(op, rw, 0, "identities")
+        if a is b:
+            if name == "arith.subi":
+                return self.replace_const(op, rw, 0, "identities")
+            if name in ("arith.maxsi", "arith.minsi", "arith.andi", "arith.ori"):
+                return self.replace(op, rw, a, "identities")
+        if cb is not None and name in ("arith.addi", "arith.subi") and self.nested_add(op, rw, a, cb):
+            return True
+        if cb is not None and name == "arith.muli":
+            d = a.defining_op()
+            if d is not None and d.name == "arith.muli" and const_int(d.operands[1]) is not None:
+                k = _wrap(const_int(d.operands[1]) * cb, t)
+                return self.replace(op, rw, self.make(op, rw, "arith.muli", d.operands[0],
+                                                      self.const(op, rw, k, t)), "constants-reassociated")
+        if t is not T.index:
+            return False
+        if name in ("arith.floordivsi", "arith.floormodsi") and cb is not None and cb > 0:
+            return self.divmod(op, rw, a, cb, name == "arith.floormodsi")
+        if name in ("arith.divsi", "arith.remsi") and cb is not None and cb > 0:
+            lo, _ = self.bounds.range(a)
+            if lo is not None and lo >= 0:
+                new = "arith.floordivsi" if name == "arith.divsi" else "arith.floormodsi"
+                return self.replace(op, rw, self.make(op, rw, new, a, b), "divisions-simplified")
+        if name in ("arith.maxsi", "arith.minsi"):
+            ra, rb = self.bounds.range(a), self.bounds.range(b)
+            a_le_b = ra[1] is not None and rb[0] is not None and ra[1] <= rb[0]
+            b_le_a = rb[1] is not None and ra[0] is not None and rb[1] <= ra[0]
+            if a_le_b or b_le_a:
+                pick_a = b_le_a if name == "arith.maxsi" else a_le_b
+                return self.replace(op, rw, a if pick_a else b, "min-max-decided")
+        return False
+
+    def nested_add(self, op, rw, a, cb) -> bool:
+        """(x ± c1) ± c2 → x ± (c1 ± c2)."""
+        d = a.defining_op()
+        if d is None or d.name not in ("arith.addi", "arith.subi"):
+            return False
+        c1 = const_int(d.operands[1])
+        if c1 is None:
+            return False
+        t = op.results[0].type
+        k = (c1 if d.name == "arith.addi" else -c1) + (cb if op.name == "arith.addi" else -cb)
+        k = _wrap(k, t)
+        x = d.operands[0]
+        if k == 0:
+            return self.replace(op, rw, x, "constants-reassociated")
+        new = self.make(op, rw, "arith.addi" if k > 0 else "arith.subi", x, self.const(op, rw, abs(k), t))
+        return self.replace(op, rw, new, "constants-reassociated")
+
+    def divmod(self, op, rw, x, c, is_mod) -> bool:
+        lo, hi = self.bounds.range(x)
+        if lo is not None and hi is not None and lo // c == hi // c:
+            k = lo // c
+            if not is_mod:
+                return self.replace_const(op, rw, k, "divisions-simplified")
+            if k == 0:
+                return self.replace(op, rw, x, "divisions-simplified")
+            return self.replace(op, rw, self.make(op, rw, "arith.subi", x, self.const(op, rw, k * c, T.index)),
+                                "divisions-simplified")
+        terms, const = linear(x)
+        pulled = {v: k // c for v, k in terms.items() if k % c == 0}
+        rest = {v: k for v, k in terms.items() if k % c != 0}
+        q0, r0 = divmod(const, c)
+        if not pulled and q0 == 0:
+            return False
+        rlo, rhi = linear_range(self.bounds, rest, r0)
+        if rlo is not None and rhi is not None and rlo // c == rhi // c:
+            k = rlo // c
+            new = self.build(op, rw, rest, r0 - k * c) if is_mod else self.build(op, rw, pulled, q0 + k)
+            return self.replace(op, rw, new, "divisions-simplified")
+        inner = self.build(op, rw, rest, r0)
+        cv = self.const(op, rw, c, T.index)
+        if is_mod:
+            new = self.make(op, rw, "arith.floormodsi", inner, cv)
+        else:
+            q = self.make(op, rw, "arith.floordivsi", inner, cv)
+            new = q if not pulled and q0 == 0 else self.make(op, rw, "arith.addi", self.build(op, rw, pulled, q0), q)
+        return self.replace(op, rw, new, "divisions-simplified")
+
+    def compare(self, op, rw) -> bool:
+        a, b = op.operands
+        pred = op.attributes["predicate"]
+        if a is b:
+            return self.replace_const(op, rw, pred in ("eq", "sle", "sge", "ule", "uge"), "comparisons-decided")
+        if a.type is not T.index:
+            return False
+        ra, rb = self.bounds.range(a), self.bounds.range(b)
+        if pred[0] == "u":
+            if ra[0] is None or rb[0] is None or ra[0] < 0 or rb[0] < 0:
+                return False
+            pred = "s" + pred[1:]
+        r = _decide(pred, ra, rb)
+        if r is None:
+            return False
+        return self.replace_const(op, rw, r, "comparisons-decided")
+
+    # -- floats, select -------------------------------------------------------------------
+
+    def float_identity(self, op, rw) -> bool:
+        if len(op.operands) != 2:
+            return False
+        a, b = op.operands
+        cb = _float_const(b)
+        if cb is None:
+            return False
+        neg_zero = cb == 0.0 and str(cb).startswith("-")
+        if (op.name in ("arith.mulf", "arith.divf") and cb == 1.0) or \
+                (op.name == "arith.subf" and cb == 0.0 and not neg_zero) or \
+                (op.name == "arith.addf" and neg_zero):
+            return self.replace(op, rw, a, "identities")
+        return False
+
+    def select(self, op, rw) -> bool:
+        c, a, b = op.operands
+        if a is b:
+            return self.replace(op, rw, a, "selects-decided")
+        cv = _const_value(c)
+        if cv is not None:
+            return self.replace(op, rw, a if bool(cv) else b, "selects-decided")
+        return False
+
+    # -- control flow ---------------------------------------------------------------------
+
+    def inline(self, op, rw, block):
+        for inner in list(block.ops):
+            rw.insert_before(op, inner)
+        rw.erase_op(op)
+
+    def if_(self, op, rw) -> bool:
+        cv = _const_value(op.operands[0])
+        if cv is not None:
+            block = op.then_block if bool(cv) else op.else_block
+            if block is None:
+                rw.erase_op(op)
+            else:
+                self.inline(op, rw, block)
+            return self.count("ifs-decided")
+        if _empty(op.then_block) and _empty(op.else_block):
+            rw.erase_op(op)
+            return self.count("ifs-decided")
+        return False
+
+    def loop(self, op, rw) -> bool:
+        lo, hi = op.lower, op.upper
+        ext = op.static_extent
+        empty = _empty(op.body)
+        if ext is None:
+            rlo = (lo, lo) if isinstance(lo, int) else self.bounds.range(lo)
+            rhi = (hi, hi) if isinstance(hi, int) else self.bounds.range(hi)
+            if rhi[1] is not None and rlo[0] is not None and rhi[1] <= rlo[0]:
+                empty = True
+        if empty or (ext is not None and ext <= 0):
+            rw.erase_op(op)
+            return self.count("loops-removed")
+        if ext == 1 and op.kind != "thread":
+            iv = op.induction_var
+            if iv.uses:
+                rw.replace_all_uses(iv, self.const(op, rw, lo, T.index))
+            self.inline(op, rw, op.body)
+            return self.count("loops-inlined")
+        return False
+
+
+def _decide(pred, ra, rb):
+    """True/False when the ranges decide `a pred b` (signed), else None."""
+    (al, ah), (bl, bh) = ra, rb
+
+    def lt(x_hi, y_lo):   # every a < every b
+        return x_hi is not None and y_lo is not None and x_hi < y_lo
+
+    def le(x_hi, y_lo):
+        return x_hi is not None and y_lo is not None and x_hi <= y_lo
+
+    if pred == "slt":
+        return True if lt(ah, bl) else False if le(bh, al) else None
+    if pred == "sle":
+        return True if le(ah, bl) else False if lt(bh, al) else None
+    if pred == "sgt":
+        return True if lt(bh, al) else False if le(ah, bl) else None
+    if pred == "sge":
+        return True if le(bh, al) else False if lt(ah, bl) else None
+    if pred in ("eq", "ne"):
+        if al is not None and al == ah == bl == bh:
+            return pred == "eq"
+        if lt(ah, bl) or lt(bh, al):
+            return pred == "ne"
+    return None
+
+
+def _wrap(k, t):
+    """k reduced to the signed range of integer type t (index: 64 bits)."""
+    w = 64 if t is T.index else t.width
+    m = 1 << w
+    k &= m - 1
+    return k - m if k >= m >> 1 and w > 1 else k
+
+
+@dataclass
+class Simplify(ModulePass):
+    """The tir-simplify pass (see the module docstring)."""
+
+    NAME = "tir-simplify"
+    max_iterations: int = 10
+
+    def run(self, module, ctx):
+        for op in list(module.body.ops):
+            if op.name == "tir.func":
+                self.run_on(op, ctx)
+
+    def run_on(self, func, ctx):
+        s = _Simplifier(func)
+        apply_patterns_greedily(func, [s], max_iterations=self.max_iterations, materialize=_materialize)
+        for k, n in s.stats.items():
+            ctx.stat(self, k, n)
+
+    def validate(self):
+        if self.max_iterations < 1:
+            raise ValueError("max-iterations must be at least 1")

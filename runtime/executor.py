@@ -1,0 +1,208 @@
+"""Run a lowered module: relay ``main`` calling compiled tir kernels.
+
+    from tvmd.runtime.executor import Executor
+    ex = Executor(module_op)            # or IR text; target="llvm" by default
+    y = ex.run(x, w)                    # numpy in, numpy out (a tuple if several)
+
+A lowered module holds a ``relay.func @main`` whose body calls kernels::
+
+    %r = call @fused_add_relu(%a, %b) : tensor<1024xf32>
+
+``Executor`` compiles every tir.func of the module once (one LLVM module, one
+JIT), then interprets ``main`` op by op:
+
+* ``call`` of a tir.func: allocate its output buffers (64-byte aligned,
+  from the kernel's output memref types), call the kernel with the inputs
+  (made contiguous and aligned if they are not) and the outputs; the call's
+  value is the output (a tuple when there are several);
+* ``call`` of a relay.func: run it the same way, recursively;
+* ``constant``: its array, bound once per Executor;
+* any other relay op (not fused/lowered): its ``compute()`` numpy reference.
+
+:class:`RelayEvaluator` is that interpretation with the kernel call as a
+hook; with the tir interpreter as the hook it is a reference for modules
+whose kernels are not compiled (``tvm-run --reference`` falls back to it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import types as T
+from .ndarray import as_aligned, empty_aligned
+
+
+class ExecutionError(Exception):
+    pass
+
+
+def _check_input(v, arr, label):
+    t = v.type
+    if not isinstance(arr, np.ndarray):
+        arr = np.asarray(arr)
+    if isinstance(t, T.TensorType):
+        want = t.dtype
+        if arr.dtype != want:
+            raise ExecutionError(f"{label} has dtype {arr.dtype}, expected {want} ({t})")
+        if arr.ndim != t.rank or any(d is not None and d != s for d, s in zip(t.shape, arr.shape)):
+            raise ExecutionError(f"{label} has shape {list(arr.shape)}, expected {t}")
+    return arr
+
+
+class RelayEvaluator:
+    """Interprets relay functions; `call_kernel(func_op, args)` runs a
+    lower-level kernel (tir.func) and returns its output(s)."""
+
+    def __init__(self, module, call_kernel):
+        self.module = module
+        self.call_kernel = call_kernel
+        self._constants: dict = {}
+
+    def lookup(self, name):
+        f = self.module.lookup(name)
+        if f is None:
+            raise ExecutionError(f"no function @{name} in the module")
+        return f
+
+    def run_function(self, name_or_op, *args):
+        f = self.lookup(name_or_op) if isinstance(name_or_op, str) else name_or_op
+        if f.name != "relay.func":
+            raise ExecutionError(f"@{f.sym_name} is a {f.name}, not a relay.func")
+        params = f.body.args
+        if len(args) != len(params):
+            raise ExecutionError(f"@{f.sym_name} takes {len(params)} input(s), got {len(args)}")
+        env = {}
+        for i, (p, a) in enumerate(zip(params, args)):
+            env[p] = _check_input(p, a, f"input {i} (%{p.name or i}) of @{f.sym_name}")
+        for op in f.body.ops:
+            if op.name == "relay.return":
+                return [env[v] for v in op.operands]
+            env[op.results[0]] = self.evaluate(op, [env[v] for v in op.operands])
+        raise ExecutionError(f"@{f.sym_name} has no return")
+
+    def evaluate(self, op, args):
+        name = op.name
+        if name == "relay.constant":
+            a = self._constants.get(op)
+            if a is None:
+                a = self._constants[op] = op.compute()
+            return a
+        if name == "relay.call":
+            callee = self.lookup(op.attributes["callee"].name)
+            if callee.name == "relay.func":
+                outs = self.run_function(callee, *args)
+                return outs[0] if len(outs) == 1 else tuple(outs)
+            if callee.name == "tir.func":
+                return self.call_kernel(callee, args)
+            raise ExecutionError(f"@{callee.sym_name} is a {callee.name}: the module is not fully lowered "
+                                 f"(run tvm-opt --lower-te-to-tir first)")
+        compute = getattr(op, "compute", None)
+        if compute is None:
+            raise ExecutionError(f"cannot evaluate '{name}'")
+        try:
+            r = compute(*args)
+        except NotImplementedError as e:
+            raise ExecutionError(str(e)) from None
+        t = op.results[0].type
+        if isinstance(t, T.TensorType) and isinstance(r, np.ndarray) and r.dtype != t.dtype:
+            r = r.astype(t.dtype)
+        return r
+
+
+def allocate_outputs(func_op):
+    """Aligned arrays for a tir.func's output buffers."""
+    outs = []
+    for b in func_op.outputs:
+        t = b.type
+        if not t.is_static:
+            raise ExecutionError(f"@{func_op.sym_name}: cannot allocate an output of dynamic type {t}")
+        outs.append(empty_aligned(t.shape, T.to_numpy_dtype(t.element_type)))
+    return outs
+
+
+def _kernel_args(func_op, args):
+    if any(not isinstance(a.type, T.MemRefType) for a in func_op.args):
+        raise ExecutionError(f"@{func_op.sym_name} takes scalar arguments; a relay call passes only tensors")
+    return [as_aligned(np.ascontiguousarray(a)) for a in args]
+
+
+def interpret_kernel(func_op, args):
+    """Run a tir.func through the tir interpreter (the reference path)."""
+    from ..dialects.tir.interpreter import run
+    outs = allocate_outputs(func_op)
+    run(func_op, *_kernel_args(func_op, args), *outs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class Executor:
+    """Compile a lowered module once, then run its entry function."""
+
+    def __init__(self, module, target="llvm", entry: str = "main", opt_level: int = 3):
+        if isinstance(module, str):
+            from ..parser import parse_module
+            module = parse_module(module)
+        from ..target.spec import as_target
+        self.module = module
+        self.target = as_target(target)
+        self.entry = entry
+        self.lib = None
+        funcs = [op for op in module.body.ops if op.name == "tir.func"]
+        if funcs:
+            if self.target.kind == "llvm":
+                from ..target.llvm import jit
+                self.lib = jit.compile(module, self.target, opt_level)
+            else:
+                from ..target.cuda.runner import build
+                self.lib = build(module, self.target)
+        self.evaluator = RelayEvaluator(module, self._call_kernel)
+        f = module.lookup(entry)
+        if f is None or f.name != "relay.func":
+            raise ExecutionError(f"the module has no relay.func @{entry} to run")
+        self.entry_op = f
+
+    @property
+    def input_names(self):
+        return [a.name or f"arg{i}" for i, a in enumerate(self.entry_op.body.args)]
+
+    @property
+    def input_types(self):
+        return [a.type for a in self.entry_op.body.args]
+
+    def _call_kernel(self, func_op, args):
+        kernel = self.lib[func_op.sym_name]
+        outs = allocate_outputs(func_op)
+        kernel(*_kernel_args(func_op, args), *outs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def run_list(self, *inputs):
+        """The entry function's results as a list."""
+        return self.evaluator.run_function(self.entry_op, *inputs)
+
+    def run(self, *inputs):
+        outs = self.run_list(*inputs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    __call__ = run
+
+    def kernel(self, name):
+        """A compiled kernel by name, to call directly."""
+        return self.lib[name]
+
+
+def reference_run(module, name, *inputs):
+    """Run relay function `name` with numpy semantics; returns a list of
+    outputs.  A pure relay module goes through the relay interpreter
+    (``tvmd.dialects.relay.interpreter``) when it is there; a module with tir
+    kernels, or any module without that interpreter, through
+    :class:`RelayEvaluator` with the kernels run by the tir interpreter."""
+    has_kernels = any(op.name == "tir.func" for op in module.body.ops)
+    run_function = None
+    if not has_kernels:
+        try:
+            from ..dialects.relay.interpreter import run_function
+        except ImportError:
+            run_function = None
+    if run_function is not None:
+        outs = run_function(module, name, *inputs)
+        return list(outs) if isinstance(outs, tuple) else [outs]
+    return RelayEvaluator(module, interpret_kernel).run_function(name, *inputs)

@@ -1,0 +1,73 @@
+"""numpy interop: aligned allocation, argument checks, random inputs.
+
+Compiled kernels assume every buffer is C-contiguous, 64-byte aligned and
+does not overlap another buffer argument (the codegen marks them ``noalias
+align 64``).  :func:`empty_aligned` makes such arrays; :func:`check_buffer`
+checks a user's array against a buffer parameter with a message that names
+the argument.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ALIGN = 64
+
+
+def empty_aligned(shape, dtype, align: int = ALIGN) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on `align` bytes."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(n + align, dtype=np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + n].view(dtype).reshape(shape)
+
+
+def zeros_aligned(shape, dtype, align: int = ALIGN) -> np.ndarray:
+    a = empty_aligned(shape, dtype, align)
+    a[...] = 0
+    return a
+
+
+def as_aligned(a: np.ndarray, align: int = ALIGN) -> np.ndarray:
+    """`a` itself when C-contiguous and aligned, else an aligned copy."""
+    if a.flags.c_contiguous and (a.size == 0 or a.ctypes.data % align == 0):
+        return a
+    out = empty_aligned(a.shape, a.dtype, align)
+    out[...] = a
+    return out
+
+
+def is_aligned(a: np.ndarray, align: int = ALIGN) -> bool:
+    return a.size == 0 or a.ctypes.data % align == 0
+
+
+def check_buffer(a, dtype: str, shape, label: str) -> np.ndarray:
+    """Check a numpy array against a buffer parameter (dtype name, shape with
+    None for dynamic dims); raises TypeError / ValueError naming `label`."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{label} must be a numpy array, got {type(a).__name__}")
+    if a.dtype != np.dtype(dtype):
+        raise TypeError(f"{label} has dtype {a.dtype}, expected {dtype}")
+    if a.ndim != len(shape) or any(d is not None and d != s for d, s in zip(shape, a.shape)):
+        want = "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+        raise ValueError(f"{label} has shape {list(a.shape)}, expected {want}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{label} must be C-contiguous (use np.ascontiguousarray)")
+    return a
+
+
+def random_array(shape, dtype, rng=None) -> np.ndarray:
+    """Test data: normal floats, small integers, random booleans."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        a = rng.standard_normal(shape).astype(dtype)
+    elif dtype.kind == "b":
+        a = rng.integers(0, 2, shape).astype(dtype)
+    elif dtype.kind in "iu":
+        a = rng.integers(0, 10, shape).astype(dtype)
+    else:
+        raise TypeError(f"no random data for dtype {dtype}")
+    return as_aligned(np.ascontiguousarray(a))

@@ -1,0 +1,462 @@
+"""tir → CUDA C, one ``__global__`` kernel per tir.func.
+
+    // launch @matmul: grid=(16, 16, 1) block=(16, 16, 1)
+    extern "C" __global__ void __launch_bounds__(256) matmul(float* __restrict__ A, ...) { ... }
+
+Conventions:
+
+* Parameters follow :mod:`tvmd.target.abi`: buffers are ``T* __restrict__``
+  to the first element, ``index`` is ``long long``, hidden ``long long``
+  dynamic dimensions come last.
+* A loop bound to ``blockIdx.*`` / ``threadIdx.*`` is not a loop: its
+  induction variable is the built-in index plus the lower bound.  The grid
+  and block extents are the loops' extents (an integer, or the name of the
+  ``index`` argument the extent is).  When one tag is bound by several loops
+  with different static extents, the launch uses the largest and the smaller
+  loops are guarded with ``if (threadIdx.x < extent)``.  The extents are
+  written as a comment above each kernel and returned as :class:`KernelInfo`
+  so a launcher knows them.  ``__launch_bounds__`` is the block size when it
+  is static.  ``vthread`` loops stay loops.
+* Other loops are C ``for`` loops; ``unrolled`` adds ``#pragma unroll``.
+* ``tir.alloc``: scope ``shared`` → ``__shared__ T name[N]``; ``local`` (or
+  global, which a kernel cannot allocate) → a per-thread array.
+* ``tir.barrier`` → ``__syncthreads()``; ``tir.intrin`` → CUDA's math
+  functions (``expf``, ``tanhf``, ``rintf`` for round, ...); floordiv,
+  floormod and NaN-propagating max/min are small device helpers.
+* Every SSA value becomes a ``const`` local named after its tir name.
+  ``vector<N>`` values are not supported here (use vectorized loops).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir import types as T
+from ...ir.diagnostics import DiagnosticError
+from .. import abi
+
+_C_TYPES = {
+    "index": "long long", "i64": "long long", "i32": "int", "i16": "short", "i8": "signed char",
+    "i1": "bool", "ui64": "unsigned long long", "ui32": "unsigned int", "ui16": "unsigned short",
+    "ui8": "unsigned char", "f64": "double", "f32": "float", "f16": "half", "bf16": "nv_bfloat16",
+}
+_UNSIGNED = {"long long": "unsigned long long", "int": "unsigned int", "short": "unsigned short",
+             "signed char": "unsigned char", "bool": "bool"}
+_RESERVED = frozenset("""
+    auto bool break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef union
+    unsigned void volatile while class new delete this template typename namespace using operator
+    true false threadIdx blockIdx blockDim gridDim warpSize half nv_bfloat16 max min
+""".split())
+
+PRELUDE = """\
+template <typename T> __device__ __forceinline__ T tvmd_floordiv(T a, T b) {
+  T q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> __device__ __forceinline__ T tvmd_floormod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+// NaN-propagating max/min (numpy's maximum/minimum; fmaxf drops NaNs)
+template <typename T> __device__ __forceinline__ T tvmd_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T tvmd_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+"""
+
+_MATH = {  # tir intrinsic -> (float, double) function
+    "exp": ("expf", "exp"), "log": ("logf", "log"), "sqrt": ("sqrtf", "sqrt"), "rsqrt": ("rsqrtf", "rsqrt"),
+    "tanh": ("tanhf", "tanh"), "erf": ("erff", "erf"), "fabs": ("fabsf", "fabs"), "floor": ("floorf", "floor"),
+    "ceil": ("ceilf", "ceil"), "round": ("rintf", "rint"), "trunc": ("truncf", "trunc"), "sin": ("sinf", "sin"),
+    "cos": ("cosf", "cos"), "pow": ("powf", "pow"), "fma": ("fmaf", "fma"),
+}
+_BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "/", "arith.remsi": "%",
+           "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>",
+           "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
+_CALL2 = {"arith.floordivsi": "tvmd_floordiv", "arith.floormodsi": "tvmd_floormod",
+          "arith.maxsi": "tvmd_max", "arith.minsi": "tvmd_min", "arith.maximumf": "tvmd_max",
+          "arith.minimumf": "tvmd_min"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+THREAD_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+@dataclass
+class KernelInfo:
+    """What a launcher needs: the kernel's name, launch extents and ABI.
+    grid/block entries are ints or the name of an ``index`` argument."""
+    name: str
+    grid: tuple
+    block: tuple
+    signature: abi.Signature
+    shared_bytes: int = 0
+    symbol: str = ""       # the C name (the tir name made a C identifier)
+
+    def resolve(self, scalars: dict):
+        """(grid, block) as ints, argument names replaced by their values."""
+        def r(x):
+            return int(scalars[x]) if isinstance(x, str) else int(x)
+        return tuple(r(x) for x in self.grid), tuple(r(x) for x in self.block)
+
+
+def c_type(t) -> str:
+    if isinstance(t, T.VectorType):
+        raise TypeError("vector")
+    name = _C_TYPES.get(str(t))
+    if name is None:
+        raise TypeError(str(t))
+    return name
+
+
+def float_literal(v: float, t) -> str:
+    """An exact C literal for a float constant of type t."""
+    if str(t) == "f64":
+        if np.isnan(v):
+            return "__longlong_as_double(0x7ff8000000000000LL)"
+        if np.isinf(v):
+            return ("-" if v < 0 else "") + "__longlong_as_double(0x7ff0000000000000LL)"
+        return repr(float(v))
+    f = np.float32(v)
+    if np.isnan(f):
+        return "__int_as_float(0x7fc00000)"
+    if np.isinf(f):
+        return ("-" if f < 0 else "") + "__int_as_float(0x7f800000)"
+    s = str(f)   # shortest text that reads back to the same float32
+    if not any(c in s for c in ".en"):
+        s += ".0"
+    lit = s + "f"
+    if str(t) == "f16":
+        return f"__float2half({lit})"
+    if str(t) == "bf16":
+        return f"__float2bfloat16({lit})"
+    return lit
+
+
+class _Writer:
+    def __init__(self):
+        self.lines = []
+        self.depth = 0
+
+    def line(self, s):
+        self.lines.append("  " * self.depth + s)
+
+    def open(self, s):
+        self.line(s + " {")
+        self.depth += 1
+
+    def close(self, tail=""):
+        self.depth -= 1
+        self.line("}" + tail)
+
+
+class KernelCodegen:
+    def __init__(self, func_op, target_arch="sm_90"):
+        self.f = func_op
+        self.arch = target_arch
+        self.sig = abi.signature(func_op)
+        self.names: dict = {}      # Value -> C expression (a name or a literal)
+        self.taken: set = set()
+        self.dims: dict = {}       # buffer Value -> [int | C name] per dimension
+        self.w = _Writer()
+        self.uses_half = False
+        self.launch = {}           # tag -> extent (int or arg name)
+        self.guarded = {}          # ForOp -> needs a guard
+        self.shared_bytes = 0
+
+    def error(self, op, msg):
+        return DiagnosticError(op.loc, f"'{op.name}' op {msg}")
+
+    def fresh(self, hint, fallback="v"):
+        base = re.sub(r"[^A-Za-z0-9_]", "_", hint or "") or fallback
+        if base[0].isdigit():
+            base = f"{fallback}{base}"
+        if base in _RESERVED or base.startswith("tvmd_") or base.startswith("__"):
+            base = f"{base}_"
+        name, n = base, 1
+        while name in self.taken:
+            name = f"{base}_{n}"
+            n += 1
+        self.taken.add(name)
+        return name
+
+    def ctype(self, op, t):
+        try:
+            ct = c_type(t)
+        except TypeError:
+            raise self.error(op, f"has type {t}, which the CUDA backend does not support "
+                                 f"(vectors: use a vectorized loop instead)") from None
+        if ct in ("half", "nv_bfloat16"):
+            self.uses_half = True
+        return ct
+
+    # -- launch configuration --------------------------------------------------
+
+    def plan_launch(self):
+        """Grid and block extents per thread tag, from the bound loops."""
+        by_tag: dict = {}
+        for op in self.f.walk(include_self=False):
+            if op.name == "tir.for" and op.kind == "thread" and op.attributes.get("thread") in THREAD_AXES:
+                by_tag.setdefault(op.attributes["thread"], []).append((op, self.extent(op)))
+        for tag, loops in by_tag.items():
+            exts = {e for _, e in loops}
+            if len(exts) == 1:
+                self.launch[tag] = exts.pop()
+                continue
+            if any(isinstance(e, str) for e in exts):
+                raise self.error(loops[0][0], f"binds {tag} with different extents, some dynamic "
+                                              f"({', '.join(map(str, exts))}); the launch needs one")
+            self.launch[tag] = max(exts)
+            for op, e in loops:
+                if e != self.launch[tag]:
+                    self.guarded[op] = e
+
+    def extent(self, op):
+        lo, hi = op.lower, op.upper
+        if isinstance(lo, int) and isinstance(hi, int):
+            return max(hi - lo, 0)
+        from ...ir.core import BlockArgument
+        if not isinstance(lo, int):
+            raise self.error(op, "a thread-bound loop needs a static lower bound")
+        if isinstance(hi, BlockArgument) and hi.block is self.f.body:
+            name = self.sig.params[hi.index].name
+            return name if lo == 0 else f"{name} - {lo}"
+        raise self.error(op, "the extent of a thread-bound loop must be a constant or an index "
+                             "argument of the function")
+
+    def grid_block(self):
+        def axes(prefix):
+            return tuple(self.launch.get(f"{prefix}.{a}", 1) for a in "xyz")
+        return axes("blockIdx"), axes("threadIdx")
+
+    # -- emission ------------------------------------------------------------------
+
+    def emit(self):
+        f = self.f
+        self.plan_launch()
+        params = []
+        for p, arg in zip(self.sig.params, list(f.args) + [None] * len(self.sig.params)):
+            name = self.fresh(p.name, "arg")
+            if p.kind == "buffer":
+                params.append(f"{self.ctype(f, arg.type.element_type)}* __restrict__ {name}")
+                self.names[arg] = name
+                self.dims[arg] = list(arg.type.shape)
+            elif p.kind == "scalar":
+                params.append(f"{self.ctype(f, arg.type)} {name}")
+                self.names[arg] = name
+            else:
+                params.append(f"long long {name}")
+                self.dims[f.args[p.buffer]][p.axis] = name
+        grid, block = self.grid_block()
+        bounds = ""
+        if all(isinstance(x, int) for x in block):
+            bounds = f"__launch_bounds__({block[0] * block[1] * block[2]}) "
+        self.w.line(f"// launch @{f.sym_name}: grid=({', '.join(map(str, grid))}) "
+                    f"block=({', '.join(map(str, block))})")
+        self.w.open(f'extern "C" __global__ void {bounds}{_c_ident(f.sym_name)}({", ".join(params)})')
+        self.block(f.body)
+        self.w.close()
+        return KernelInfo(f.sym_name, grid, block, self.sig, self.shared_bytes, _c_ident(f.sym_name))
+
+    def block(self, block):
+        for op in block.ops:
+            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if h is not None:
+                h(op)
+            elif op.name.startswith("arith."):
+                self.arith(op)
+            else:
+                raise self.error(op, "cannot be compiled to CUDA")
+
+    def n(self, v):
+        return self.names[v]
+
+    def define(self, op, expr):
+        r = op.results[0]
+        name = self.fresh(r.name)
+        self.w.line(f"const {self.ctype(op, r.type)} {name} = {expr};")
+        self.names[r] = name
+
+    # arith -----------------------------------------------------------------------
+
+    def op_arith_constant(self, op):
+        t = op.results[0].type
+        v = op.attributes["value"]
+        self.ctype(op, t)
+        if t is T.i1:
+            lit = "true" if v else "false"
+        elif T.is_float(t):
+            lit = float_literal(v, t)
+        else:
+            ct = c_type(t)
+            lit = str(int(v)) + ("LL" if ct == "long long" else "ULL" if ct == "unsigned long long"
+                                 else "U" if ct.startswith("unsigned") else "")
+            if ct not in ("long long", "int", "unsigned long long", "unsigned int"):
+                lit = f"(({ct}){lit})"
+        self.names[op.results[0]] = lit
+
+    def arith(self, op):
+        name = op.name
+        a = [self.n(x) for x in op.operands]
+        t = op.results[0].type
+        if isinstance(t, T.VectorType) or any(isinstance(x.type, T.VectorType) for x in op.operands):
+            raise self.error(op, "works on vectors, which the CUDA backend does not support")
+        if name in _BINARY:
+            expr = f"({a[0]} {_BINARY[name]} {a[1]})"
+        elif name in _CALL2:
+            expr = f"{_CALL2[name]}({a[0]}, {a[1]})"
+        elif name == "arith.remf":
+            expr = f"{'fmod' if str(t) == 'f64' else 'fmodf'}({a[0]}, {a[1]})"
+        elif name == "arith.powf":
+            expr = f"{'pow' if str(t) == 'f64' else 'powf'}({a[0]}, {a[1]})"
+        elif name == "arith.negf":
+            expr = f"(-{a[0]})"
+        elif name == "arith.cmpi":
+            pred = op.attributes["predicate"]
+            cmp = _CMP[pred[-2:]]
+            if pred[0] == "u":
+                ut = _UNSIGNED.get(c_type(op.operands[0].type), c_type(op.operands[0].type))
+                expr = f"(({ut}){a[0]} {cmp} ({ut}){a[1]})"
+            else:
+                expr = f"({a[0]} {cmp} {a[1]})"
+        elif name == "arith.cmpf":
+            pred = op.attributes["predicate"]
+            if pred == "one":
+                expr = f"({a[0]} < {a[1]} || {a[0]} > {a[1]})"
+            elif pred == "ueq":
+                expr = f"(!({a[0]} < {a[1]} || {a[0]} > {a[1]}))"
+            elif pred == "une":
+                expr = f"({a[0]} != {a[1]})"
+            elif pred[0] == "o":
+                expr = f"({a[0]} {_CMP[pred[1:]]} {a[1]})"
+            else:   # unordered: true when either is NaN
+                expr = f"(!({a[0]} {_NEGATED[_CMP[pred[1:]]]} {a[1]}))"
+        elif name == "arith.select":
+            expr = f"({a[0]} ? {a[1]} : {a[2]})"
+        elif name in ("arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+                      "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci"):
+            src = op.operands[0].type
+            x = a[0]
+            if name in ("arith.uitofp", "arith.extui") and not getattr(src, "unsigned", False) and src is not T.i1:
+                x = f"(({_UNSIGNED.get(c_type(src), c_type(src))}){x})"
+            expr = f"(({self.ctype(op, t)}){x})"
+        else:
+            raise self.error(op, "cannot be compiled to CUDA")
+        self.define(op, expr)
+
+    # memory ------------------------------------------------------------------------
+
+    def index(self, buf, indices):
+        dims = self.dims[buf]
+        idx = [self.n(i) for i in indices]
+        lin = idx[0] if idx else "0"
+        for d, i in zip(dims[1:], idx[1:]):
+            lin = f"(({lin} * {d if isinstance(d, str) else str(d) + 'LL'}) + {i})"
+        return lin
+
+    def op_tir_load(self, op):
+        buf, *idx = op.operands
+        self.ctype(op, op.results[0].type)
+        self.define(op, f"{self.n(buf)}[{self.index(buf, idx)}]")
+
+    def op_tir_store(self, op):
+        val, buf, *idx = op.operands
+        self.ctype(op, val.type)
+        self.w.line(f"{self.n(buf)}[{self.index(buf, idx)}] = {self.n(val)};")
+
+    def op_tir_alloc(self, op):
+        r = op.results[0]
+        t = r.type
+        ct = self.ctype(op, t.element_type)
+        name = self.fresh(r.name, "buf")
+        n = t.num_elements()
+        if t.scope == "shared":
+            self.w.line(f"__shared__ {ct} {name}[{n}];")
+            self.shared_bytes += n * (8 if t.element_type is T.index else max(t.element_type.bitwidth // 8, 1))
+        else:
+            self.w.line(f"{ct} {name}[{n}];")
+        self.names[r] = name
+        self.dims[r] = list(t.shape)
+
+    # control flow ----------------------------------------------------------------
+
+    def bound(self, b):
+        return f"{b}LL" if isinstance(b, int) else self.n(b)
+
+    def op_tir_for(self, op):
+        iv = self.fresh(op.induction_var.name, "i")
+        self.names[op.induction_var] = iv
+        tag = op.attributes.get("thread")
+        if op.kind == "thread" and tag in THREAD_AXES:
+            lo = op.lower
+            self.w.open(f"/* {tag} */")
+            start = f"((long long){tag})" if lo == 0 else f"((long long){tag} + {self.bound(lo)})"
+            self.w.line(f"const long long {iv} = {start};")
+            if op in self.guarded:
+                self.w.open(f"if ({tag} < {self.guarded[op]})")
+                self.block(op.body)
+                self.w.close()
+            else:
+                self.block(op.body)
+            self.w.close()
+            return
+        if op.kind == "unrolled":
+            self.w.line("#pragma unroll")
+        self.w.open(f"for (long long {iv} = {self.bound(op.lower)}; {iv} < {self.bound(op.upper)}; ++{iv})")
+        self.block(op.body)
+        self.w.close()
+
+    def op_tir_if(self, op):
+        self.w.open(f"if ({self.n(op.operands[0])})")
+        self.block(op.then_block)
+        if op.else_block is not None:
+            self.w.depth -= 1
+            self.w.line("} else {")
+            self.w.depth += 1
+            self.block(op.else_block)
+        self.w.close()
+
+    def op_tir_barrier(self, op):
+        self.w.line("__syncthreads();")
+
+    def op_tir_intrin(self, op):
+        name = op.attributes["intrin"]
+        t = op.results[0].type
+        ct = self.ctype(op, t)
+        args = [self.n(x) for x in op.operands]
+        low = ct in ("half", "nv_bfloat16")
+        if low:   # half precision computes in float
+            conv = "__half2float" if ct == "half" else "__bfloat162float"
+            args = [f"{conv}({a})" for a in args]
+        dbl = ct == "double"
+        if name == "sigmoid":
+            one = "1.0" if dbl else "1.0f"
+            expr = f"({one} / ({one} + {'exp' if dbl else 'expf'}(-{args[0]})))"
+        else:
+            expr = f"{_MATH[name][1 if dbl else 0]}({', '.join(args)})"
+        if low:
+            expr = f"{'__float2half' if ct == 'half' else '__float2bfloat16'}({expr})"
+        self.define(op, expr)
+
+
+def _c_ident(name):
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return s if s and not s[0].isdigit() else "k_" + s
+
+
+def generate(module_op, target=None):
+    """(CUDA source, [KernelInfo]) for every tir.func in `module_op`."""
+    from ..llvm.codegen import tir_funcs
+    arch = getattr(target, "arch", None) or "sm_90"
+    kernels, bodies, half = [], [], False
+    for f in tir_funcs(module_op):
+        kc = KernelCodegen(f, arch)
+        kernels.append(kc.emit())
+        bodies.append("\n".join(kc.w.lines))
+        half |= kc.uses_half
+    head = [f"// Generated by tvmd for CUDA {arch}.", "// tvm-translate --emit=cuda; compile with: "
+            f"nvcc -arch={arch} -cubin kernels.cu"]
+    if half:
+        head += ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>"]
+    return "\n".join(head) + "\n\n" + PRELUDE + "\n" + "\n\n".join(bodies) + "\n", kernels

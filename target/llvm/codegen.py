@@ -1,0 +1,511 @@
+"""tir → LLVM IR (llvmlite.ir), one LLVM function per tir.func.
+
+Calling convention: see :mod:`tvmd.target.abi` (buffers are ``ptr noalias
+align 64`` to their first element, ``index`` is ``i64``, hidden ``i64``
+dynamic dimensions at the end, outputs written in place, ``void`` result).
+
+Lowering, op by op:
+
+* ``tir.for`` → a canonical loop (preheader, header with the ``i64`` phi,
+  body, latch, exit).  ``unrolled`` puts ``llvm.loop.unroll.full`` on the
+  latch branch (static extents only); ``vectorized`` puts
+  ``llvm.loop.vectorize.enable`` and ``llvm.loop.vectorize.width`` (the
+  largest power of two <= min(extent, 16)) on loops LLVM can vectorise
+  (innermost, no vector values, no call without a vector form), and nothing
+  on the others, for which LLVM would only print warnings;
+  a thread-bound loop runs serially (a barrier in it is an error: it needs
+  the CUDA target).  ``parallel`` → the body is outlined into a worker
+  function and run through ``__tvmd_parallel_for`` on all cores (see
+  :mod:`.parallel`); a parallel loop inside another runs serially.
+* ``tir.load`` / ``tir.store`` → ``getelementptr inbounds`` on the
+  row-major linearised index (``nsw`` index arithmetic) and a load/store
+  aligned to the element; ``vector<N>`` accesses load/store ``<N x T>``.
+* ``tir.alloc`` → an ``alloca`` in the function's entry block (align 64) up
+  to 64 KiB, else ``aligned_alloc`` where it stands and ``free`` at the end of
+  its block.  In an outlined worker the alloca is per thread.
+* ``tir.if`` → branches; ``tir.intrin`` → :mod:`.intrinsics`;
+  ``tir.barrier`` outside thread loops → nothing.
+* arith: integer ops (``nsw`` on index add/sub/mul), ``floordivsi`` /
+  ``floormodsi`` rounding toward minus infinity (``sdiv``/``srem`` and a fix-up
+  when the remainder's sign differs from the divisor's), ``llvm.smax``/``smin``,
+  float ops without fast-math flags, ``maximumf``/``minimumf`` as
+  ``llvm.maximum``/``minimum`` (NaN-propagating, like numpy), comparisons,
+  select and casts (``index_cast`` zero-extends i1 and unsigned sources).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir import types as T
+from ...ir.diagnostics import DiagnosticError
+from .. import abi
+from .intrinsics import LLVM_INTRINSIC, emit_intrinsic, intrinsic
+from .irutil import I32, I64, PTR, VOID, BFloatType, alloca, c64, declare, loop_metadata
+from .parallel import WORKER_TYPE, free_values, parallel_for
+
+ALLOCA_LIMIT = 64 * 1024   # bytes; larger allocs go to the heap
+BUFFER_ALIGN = 64
+MAX_VECTORIZE_WIDTH = 16
+# C functions the generated code may call; a kernel must not take their names
+RESERVED_NAMES = frozenset({"free", "aligned_alloc", "getenv", "strtol", "sysconf", "pthread_create",
+                            "pthread_join", "erf", "erff"})
+
+
+def llvm_type(t):
+    """The LLVM type of a tir value type."""
+    if t is T.index:
+        return I64
+    if isinstance(t, T.IntegerType):
+        return ir.IntType(t.width)
+    if isinstance(t, T.FloatType):
+        return {"f16": ir.HalfType(), "bf16": BFloatType(), "f32": ir.FloatType(), "f64": ir.DoubleType()}[t.kind]
+    if isinstance(t, T.VectorType):
+        return ir.VectorType(llvm_type(t.element_type), t.lanes)
+    if isinstance(t, T.MemRefType):
+        return PTR
+    raise TypeError(f"no LLVM type for {t}")
+
+
+def elem_size(t) -> int:
+    """Bytes per element of a scalar tir type."""
+    if t is T.index:
+        return 8
+    return max(t.bitwidth // 8, 1)
+
+
+_CMPI = {"eq": ("s", "=="), "ne": ("s", "!="), "slt": ("s", "<"), "sle": ("s", "<="), "sgt": ("s", ">"),
+         "sge": ("s", ">="), "ult": ("u", "<"), "ule": ("u", "<="), "ugt": ("u", ">"), "uge": ("u", ">=")}
+_CMPF = {"oeq": ("o", "=="), "one": ("o", "!="), "olt": ("o", "<"), "ole": ("o", "<="), "ogt": ("o", ">"),
+         "oge": ("o", ">="), "ueq": ("u", "=="), "une": ("u", "!="), "ult": ("u", "<"), "ule": ("u", "<="),
+         "ugt": ("u", ">"), "uge": ("u", ">=")}
+_INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
+               "arith.remsi": "srem", "arith.andi": "and_", "arith.ori": "or_", "arith.xori": "xor",
+               "arith.shli": "shl", "arith.shrsi": "ashr"}
+_FLOAT_BINARY = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
+                 "arith.remf": "frem"}
+_INTRINSIC_BINARY = {"arith.maxsi": "llvm.smax", "arith.minsi": "llvm.smin", "arith.maximumf": "llvm.maximum",
+                     "arith.minimumf": "llvm.minimum", "arith.powf": "llvm.pow"}
+
+
+def _vectorizable(loop) -> bool:
+    """Whether LLVM's loop vectoriser can take this loop: innermost, no
+    vector-typed values, no intrinsic without a vector form.  Only such loops
+    get vectorize metadata: LLVM prints a warning on stderr for every loop
+    whose metadata it cannot honour; the others are left to its own
+    judgement (it may still vectorise them)."""
+    for o in loop.walk(include_self=False):
+        if o.name == "tir.for":
+            return False
+        if o.name == "tir.intrin" and o.attributes["intrin"] not in LLVM_INTRINSIC and \
+                o.attributes["intrin"] not in ("rsqrt", "sigmoid"):
+            return False
+        if any(isinstance(r.type, T.VectorType) for r in o.results):
+            return False
+    return True
+
+
+class ModuleCodegen:
+    """Builds one llvmlite module from any number of tir.funcs."""
+
+    def __init__(self, name="tvmd", triple=None, data_layout=None):
+        self.module = ir.Module(name=name)
+        if triple:
+            self.module.triple = triple
+        if data_layout:
+            self.module.data_layout = data_layout
+        self.signatures = []
+        self._workers = 0
+
+    def add_func(self, func_op):
+        name = func_op.sym_name
+        if name in RESERVED_NAMES or name.startswith(("llvm.", "__tvmd")):
+            raise DiagnosticError(func_op.loc, f"'tir.func' op name '@{name}' is reserved: the generated "
+                                               f"code calls a C function or runtime helper of that name")
+        sig = abi.signature(func_op)
+        FuncCodegen(self, func_op, sig).emit()
+        self.signatures.append(sig)
+        return sig
+
+    def new_worker_name(self, base):
+        self._workers += 1
+        return f"{base}.parallel.{self._workers}"
+
+    def add_manifest(self):
+        """``__tvmd_manifest``: the JSON description an object file carries."""
+        from .irutil import I8
+        data = bytearray(abi.manifest_text(self.signatures).encode() + b"\0")
+        ty = ir.ArrayType(I8, len(data))
+        g = ir.GlobalVariable(self.module, ty, "__tvmd_manifest")
+        g.global_constant = True
+        g.initializer = ir.Constant(ty, data)
+
+
+class FuncCodegen:
+    """Emits one LLVM function: the tir.func itself, or an outlined worker."""
+
+    def __init__(self, mod: ModuleCodegen, func_op, sig, in_parallel=False):
+        self.mod = mod
+        self.m = mod.module
+        self.func_op = func_op
+        self.sig = sig
+        self.values: dict = {}     # tir Value -> LLVM value
+        self.dims: dict = {}       # buffer Value -> [int | LLVM i64] per dimension
+        self.in_parallel = in_parallel
+        self.fn = None
+        self.b = None
+        self.entry = None
+        self.heap: list = []       # per open block: pointers to free at its end
+
+    # -- function shell -----------------------------------------------------
+
+    def emit(self):
+        f = self.func_op
+        params = self.sig.params
+        types = [PTR if isinstance(a.type, T.MemRefType) else llvm_type(a.type) for a in f.args]
+        types += [I64] * (len(params) - len(types))     # hidden dynamic dimensions
+        fnty = ir.FunctionType(VOID, types)
+        fn = ir.Function(self.m, fnty, f.sym_name)
+        for p, arg in zip(params, fn.args):
+            arg.name = p.name
+            if p.kind == "buffer":
+                arg.add_attribute("noalias")
+                arg.attributes.align = BUFFER_ALIGN
+        self._open(fn)
+        for i, a in enumerate(f.args):
+            self.values[a] = fn.args[i]
+            if isinstance(a.type, T.MemRefType):
+                self.dims[a] = list(a.type.shape)
+        for k, p in enumerate(params):
+            if p.kind == "dim":
+                self.dims[f.args[p.buffer]][p.axis] = fn.args[k]
+        self.block(f.body)
+        self._close()
+
+    def _open(self, fn):
+        self.fn = fn
+        self.entry = fn.append_basic_block("entry")   # allocas only; branches to start at the end
+        start = fn.append_basic_block("start")
+        self.b = ir.IRBuilder(start)
+        self.start = start
+
+    def _close(self):
+        self.b.ret_void()
+        ir.IRBuilder(self.entry).branch(self.start)
+
+    def error(self, op, msg):
+        return DiagnosticError(op.loc, f"'{op.name}' op {msg}")
+
+    # -- blocks and ops -----------------------------------------------------
+
+    def block(self, block):
+        self.heap.append([])
+        for op in block.ops:
+            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if h is None:
+                if op.name.startswith("arith."):
+                    self.arith(op)
+                    for r in op.results:
+                        self._name(r)
+                    continue
+                raise self.error(op, "cannot be compiled to LLVM")
+            else:
+                h(op)
+            for r in op.results:
+                self._name(r)
+        freed = self.heap.pop()
+        if freed:
+            free = declare(self.m, "free", VOID, [PTR])
+            for p in reversed(freed):
+                self.b.call(free, [p])
+
+    def _name(self, r):
+        """Name the LLVM value after the tir value (``%a``), for readable IR."""
+        x = self.values.get(r)
+        if r.name and isinstance(x, ir.Instruction) and x.name.startswith("."):
+            x.name = r.name
+
+    def v(self, value):
+        return self.values[value]
+
+    # arith ------------------------------------------------------------------
+
+    def op_arith_constant(self, op):
+        t = op.results[0].type
+        val = op.attributes["value"]
+        lt = llvm_type(t)
+        if isinstance(lt, ir.IntType):
+            val = int(val)
+            if lt.width == 1:
+                val = 1 if val else 0
+        else:
+            val = float(val)
+        self.values[op.results[0]] = ir.Constant(lt, val)
+
+    def arith(self, op):
+        b = self.b
+        name = op.name
+        r = op.results[0]
+        args = [self.v(x) for x in op.operands]
+        rt = r.type
+        if name in _INT_BINARY:
+            out = getattr(b, _INT_BINARY[name])(*args)
+            if rt is T.index and name in ("arith.addi", "arith.subi", "arith.muli"):
+                out.flags.append("nsw")
+        elif name == "arith.floordivsi":
+            out = self.floordiv(*args)
+        elif name == "arith.floormodsi":
+            out = self.floormod(*args)
+        elif name in _FLOAT_BINARY:
+            out = getattr(b, _FLOAT_BINARY[name])(*args)
+        elif name in _INTRINSIC_BINARY:
+            out = b.call(intrinsic(self.m, _INTRINSIC_BINARY[name], args[0].type, 2), args)
+        elif name == "arith.negf":
+            out = b.fneg(args[0])
+        elif name == "arith.cmpi":
+            kind, pred = _CMPI[op.attributes["predicate"]]
+            out = (b.icmp_signed if kind == "s" else b.icmp_unsigned)(pred, *args)
+        elif name == "arith.cmpf":
+            kind, pred = _CMPF[op.attributes["predicate"]]
+            out = (b.fcmp_ordered if kind == "o" else b.fcmp_unordered)(pred, *args)
+        elif name == "arith.select":
+            out = b.select(*args)
+        else:
+            out = self.cast(op, args[0])
+        self.values[r] = out
+
+    def _splat(self, like, value):
+        t = like.type
+        if isinstance(t, ir.VectorType):
+            return ir.Constant(t, [ir.Constant(t.element, value)] * t.count)
+        return ir.Constant(t, value)
+
+    def floordiv(self, a, c):
+        """floor(a / c): sdiv rounds toward zero, so subtract one when the
+        remainder is non-zero and its sign differs from the divisor's."""
+        b = self.b
+        q = b.sdiv(a, c)
+        r = b.srem(a, c)
+        fix = b.and_(b.icmp_signed("!=", r, self._splat(r, 0)),
+                     b.icmp_signed("<", b.xor(r, c), self._splat(r, 0)))
+        return b.sub(q, b.zext(fix, q.type))
+
+    def floormod(self, a, c):
+        b = self.b
+        r = b.srem(a, c)
+        fix = b.and_(b.icmp_signed("!=", r, self._splat(r, 0)),
+                     b.icmp_signed("<", b.xor(r, c), self._splat(r, 0)))
+        return b.select(fix, b.add(r, c), r)
+
+    def cast(self, op, x):
+        b = self.b
+        name = op.name
+        src = T.element_type(op.operands[0].type)
+        dst_t = llvm_type(op.results[0].type)
+        if name in ("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci"):
+            sw = x.type.element.width if isinstance(x.type, ir.VectorType) else x.type.width
+            dw = dst_t.element.width if isinstance(dst_t, ir.VectorType) else dst_t.width
+            if sw == dw:
+                return x
+            if dw < sw:
+                return b.trunc(x, dst_t)
+            zero_ext = name == "arith.extui" or src is T.i1 or getattr(src, "unsigned", False)
+            return b.zext(x, dst_t) if zero_ext else b.sext(x, dst_t)
+        conv = {"arith.sitofp": b.sitofp, "arith.uitofp": b.uitofp, "arith.fptosi": b.fptosi,
+                "arith.fptoui": b.fptoui, "arith.extf": b.fpext, "arith.truncf": b.fptrunc}.get(name)
+        if conv is None:
+            raise self.error(op, "cannot be compiled to LLVM")
+        return conv(x, dst_t)
+
+    # memory -----------------------------------------------------------------
+
+    def address(self, buf, indices):
+        """Pointer to element `indices` of `buf` (row-major)."""
+        b = self.b
+        dims = self.dims[buf]
+        idx = [self.v(i) for i in indices]
+        lin = idx[0] if idx else c64(0)
+        for d, i in zip(dims[1:], idx[1:]):
+            dv = c64(d) if isinstance(d, int) else d
+            m = b.mul(lin, dv)
+            m.flags.append("nsw")
+            lin = b.add(m, i)
+            lin.flags.append("nsw")
+        et = llvm_type(buf.type.element_type)
+        return b.gep(self.v(buf), [lin], inbounds=True, source_etype=et)
+
+    def op_tir_load(self, op):
+        buf, *idx = op.operands
+        ptr = self.address(buf, idx)
+        t = op.results[0].type
+        self.values[op.results[0]] = self.b.load(ptr, typ=llvm_type(t), align=elem_size(buf.type.element_type))
+
+    def op_tir_store(self, op):
+        val, buf, *idx = op.operands
+        ptr = self.address(buf, idx)
+        self.b.store(self.v(val), ptr, align=elem_size(buf.type.element_type))
+
+    def op_tir_alloc(self, op):
+        t = op.results[0].type
+        n = t.num_elements()
+        size = n * elem_size(t.element_type)
+        et = llvm_type(t.element_type)
+        if size <= ALLOCA_LIMIT:
+            p = alloca(ir.IRBuilder(self.entry), ir.ArrayType(et, n), align=BUFFER_ALIGN)
+        else:
+            aligned_alloc = declare(self.m, "aligned_alloc", PTR, [I64, I64])
+            rounded = (size + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
+            p = self.b.call(aligned_alloc, [c64(BUFFER_ALIGN), c64(rounded)])
+            self.heap[-1].append(p)
+        self.values[op.results[0]] = p
+        self.dims[op.results[0]] = list(t.shape)
+
+    # control flow -----------------------------------------------------------
+
+    def bound(self, b):
+        return c64(b) if isinstance(b, int) else self.v(b)
+
+    def op_tir_for(self, op):
+        kind = op.kind
+        if kind == "thread" and op.attributes.get("thread") != "vthread":
+            barrier = next((o for o in op.walk(include_self=False) if o.name == "tir.barrier"), None)
+            if barrier is not None:
+                raise self.error(barrier, "synchronises GPU threads, which a CPU does not run: compile "
+                                          "this function for CUDA (tvm-translate --emit=cuda)")
+        if kind == "parallel" and not self.in_parallel:
+            return self.parallel(op)
+        props = []
+        ext = op.static_extent
+        if kind == "unrolled" and ext is not None:
+            props.append(("llvm.loop.unroll.full",))
+        elif kind == "vectorized":
+            width = 1
+            limit = min(ext, MAX_VECTORIZE_WIDTH) if ext is not None else MAX_VECTORIZE_WIDTH
+            while width * 2 <= limit:
+                width *= 2
+            if _vectorizable(op):
+                props += [("llvm.loop.vectorize.enable", True), ("llvm.loop.vectorize.width", width)]
+        self.loop(self.bound(op.lower), self.bound(op.upper), op.induction_var,
+                  lambda: self.block(op.body), props)
+
+    def loop(self, lo, hi, iv, body, props=()):
+        b = self.b
+        pre = b.block
+        header = self.fn.append_basic_block("for.header")
+        body_bb = self.fn.append_basic_block("for.body")
+        latch = self.fn.append_basic_block("for.latch")
+        exit_bb = self.fn.append_basic_block("for.end")
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64, name=iv.name or "i")
+        i.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.values[iv] = i
+        body()
+        for bb in (latch, exit_bb):    # keep the blocks in source order
+            self.fn.blocks.remove(bb)
+            self.fn.blocks.append(bb)
+        b.branch(latch)
+        b.position_at_end(latch)
+        nxt = b.add(i, c64(1))
+        nxt.flags.append("nsw")
+        i.add_incoming(nxt, latch)
+        br = b.branch(header)
+        if props:
+            br.set_metadata("llvm.loop", loop_metadata(self.m, props))
+        b.position_at_end(exit_bb)
+
+    def parallel(self, op):
+        """Outline the loop into ``body(captured..., lo, hi)`` (buffers stay
+        ``noalias`` parameters, so the vectoriser needs no runtime alias
+        checks), a worker ``(closure, lo, hi)`` that unpacks the closure and
+        calls it, and a call to the runtime's ``__tvmd_parallel_for``."""
+        b = self.b
+        captured = []     # (key, LLVM value): tir values, then dynamic dims of captured buffers
+        constants = {}    # need no capture: the body uses them directly
+        for v in free_values(op):
+            x = self.v(v)
+            if isinstance(x, ir.Constant):
+                constants[v] = x
+                continue
+            captured.append((v, x))
+            if v in self.dims:   # dynamic dims the linearisation needs (not the first)
+                for ax, d in enumerate(self.dims[v]):
+                    if ax > 0 and not isinstance(d, int):
+                        captured.append(((v, ax), d))
+        struct = ir.LiteralStructType([x.type for _, x in captured] or [I64])
+        closure = alloca(ir.IRBuilder(self.entry), struct, align=8, name="closure")
+        for k, (_, x) in enumerate(captured):
+            b.store(x, b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=struct))
+
+        wname = self.mod.new_worker_name(self.func_op.sym_name)
+        bfn = ir.Function(self.m, ir.FunctionType(VOID, [x.type for _, x in captured] + [I64, I64]),
+                          wname + ".body")
+        bfn.linkage = "internal"
+        w = FuncCodegen(self.mod, self.func_op, self.sig, in_parallel=True)
+        w._open(bfn)
+        w.values.update(constants)
+        for arg, (key, x) in zip(bfn.args, captured):
+            if isinstance(key, tuple):
+                arg.name = f"{key[0].name or 'buf'}_dim{key[1]}"
+                w.dims[key[0]][key[1]] = arg
+                continue
+            arg.name = key.name or "v"
+            w.values[key] = arg
+            if key in self.dims:
+                arg.add_attribute("noalias")
+                w.dims[key] = list(self.dims[key])
+        lo, hi = bfn.args[-2], bfn.args[-1]
+        lo.name, hi.name = "lo", "hi"
+        w.loop(lo, hi, op.induction_var, lambda: w.block(op.body))
+        w._close()
+
+        wfn = ir.Function(self.m, WORKER_TYPE, wname)
+        wfn.linkage = "internal"
+        wfn.args[0].name, wfn.args[1].name, wfn.args[2].name = "closure", "lo", "hi"
+        wb = ir.IRBuilder(wfn.append_basic_block("entry"))
+        fields = [wb.load(wb.gep(wfn.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=struct),
+                          typ=x.type) for k, (_, x) in enumerate(captured)]
+        wb.call(bfn, fields + [wfn.args[1], wfn.args[2]])
+        wb.ret_void()
+
+        b.call(parallel_for(self.m), [wfn, closure, self.bound(op.lower), self.bound(op.upper)])
+
+    def op_tir_if(self, op):
+        b = self.b
+        cond = self.v(op.operands[0])
+        if op.else_block is None:
+            with b.if_then(cond):
+                self.block(op.then_block)
+        else:
+            with b.if_else(cond) as (then, otherwise):
+                with then:
+                    self.block(op.then_block)
+                with otherwise:
+                    self.block(op.else_block)
+
+    def op_tir_intrin(self, op):
+        args = [self.v(x) for x in op.operands]
+        self.values[op.results[0]] = emit_intrinsic(self.m, self.b, op.attributes["intrin"], args)
+
+    def op_tir_barrier(self, op):
+        pass   # no GPU threads on a CPU: nothing to wait for
+
+
+def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd"):
+    """An llvmlite ir.Module for `funcs` (tir.func ops); with `manifest`, the
+    JSON signature table an object file needs to be loaded back."""
+    cg = ModuleCodegen(name, triple, data_layout)
+    for f in funcs:
+        cg.add_func(f)
+    if manifest:
+        cg.add_manifest()
+    return cg.module, cg.signatures
+
+
+def tir_funcs(module_op):
+    """The tir.funcs of a module (or a single tir.func), in order."""
+    if module_op.name == "tir.func":
+        return [module_op]
+    return [op for op in module_op.body.ops if op.name == "tir.func"]

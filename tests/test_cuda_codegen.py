@@ -1,0 +1,120 @@
+"""CUDA C from tir: the text, the launch configuration, and nvcc accepting it."""
+
+import os
+import re
+
+import pytest
+
+from tvmd.ir.diagnostics import DiagnosticError
+from tvmd.parser import parse_module
+from tvmd.target.cuda.codegen import float_literal, generate
+from tvmd.target.cuda.compile import CudaCompileError, compile_cuda, find_nvcc, have_compiler
+from tvmd.target.cuda.target import CUDATarget
+
+KERNELS = os.path.join(os.path.dirname(__file__), "tir_kernels")
+needs_compiler = pytest.mark.skipif(not have_compiler(), reason="no CUDA compiler (nvcc or NVRTC) on this machine")
+
+
+def module(*files):
+    text = ""
+    for f in files:
+        with open(os.path.join(KERNELS, f)) as fh:
+            text += fh.read() + "\n"
+    return parse_module(text)
+
+
+def test_thread_bound_kernel_text_and_launch():
+    src, (k,) = generate(module("thread_elemwise.tir"))
+    assert k.grid == (8, 1, 1) and k.block == (128, 1, 1)
+    assert 'extern "C" __global__ void __launch_bounds__(128) gpu_add(float* __restrict__ A, ' \
+           'float* __restrict__ B, float* __restrict__ C)' in src
+    assert "// launch @gpu_add: grid=(8, 1, 1) block=(128, 1, 1)" in src
+    assert "const long long bx = ((long long)blockIdx.x);" in src
+    assert "const long long tx = ((long long)threadIdx.x);" in src
+    assert "tanhf(" in src and "for (" not in src.split("gpu_add")[1]
+
+
+def test_shared_memory_kernel_text():
+    src, (k,) = generate(module("shared_reverse.tir"))
+    assert "__shared__ float S[32];" in src and "__syncthreads();" in src
+    assert k.shared_bytes == 128 and k.grid == (4, 1, 1) and k.block == (32, 1, 1)
+
+
+def test_dynamic_grid_and_hidden_dims():
+    m = parse_module("""
+tir.func @dyn(%A: memref<?x8xf32>, %n: index) {
+  tir.for %i = 0 to %n thread("blockIdx.x") {
+    tir.for %j = 0 to 8 thread("threadIdx.x") {
+      %v = tir.load %A[%i, %j] : f32
+      %s = tir.intrin "sigmoid"(%v) : f32
+      tir.store %s, %A[%i, %j] : f32
+    }
+  }
+}""")
+    src, (k,) = generate(m)
+    assert k.grid == ("n", 1, 1)
+    assert k.resolve({"n": 5}) == ((5, 1, 1), (8, 1, 1))
+    assert "long long n, long long A_dim0)" in src
+    assert "(1.0f / (1.0f + expf(-v)))" in src
+
+
+def test_mismatched_thread_extents_are_guarded():
+    m = parse_module("""
+tir.func @two(%A: memref<64xf32>) {
+  tir.for %t = 0 to 64 thread("threadIdx.x") {
+    %z = arith.constant 0.0 : f32
+    tir.store %z, %A[%t] : f32
+  }
+  tir.for %t = 0 to 16 thread("threadIdx.x") {
+    %o = arith.constant 1.0 : f32
+    tir.store %o, %A[%t] : f32
+  }
+}""")
+    src, (k,) = generate(m)
+    assert k.block == (64, 1, 1)
+    assert src.count("if (threadIdx.x < 16)") == 1
+
+
+def test_vectors_are_rejected_with_a_location():
+    with pytest.raises(DiagnosticError, match="CUDA backend does not support") as e:
+        generate(module("vector.tir"))
+    assert e.value.loc.file_line_col() is not None
+
+
+def test_float_literals_are_exact():
+    assert float_literal(0.1, "f32") == "0.1f"
+    assert float_literal(1.0, "f32") == "1.0f"
+    assert float_literal(float("inf"), "f32") == "__int_as_float(0x7f800000)"
+    assert float_literal(-float("inf"), "f32") == "-__int_as_float(0x7f800000)"
+    assert float_literal(0.1, "f64") == "0.1"
+
+
+@needs_compiler
+def test_nvcc_compiles_thread_and_shared_memory_kernels():
+    src, kernels = generate(module("thread_elemwise.tir", "shared_reverse.tir", "add_relu_2d.tir",
+                                   "intrinsics.tir", "dynamic.tir", "reduce_sum.tir"),
+                            CUDATarget("sm_90"))
+    cubin = compile_cuda(src, "sm_90", "cubin")
+    assert cubin[:4] == b"\x7fELF"
+    for k in kernels:
+        assert k.symbol.encode() in cubin, k.name
+
+
+@needs_compiler
+def test_ptx_and_compile_errors():
+    src, _ = generate(module("shared_reverse.tir"))
+    ptx = compile_cuda(src, "sm_90", "ptx").decode()
+    assert ".entry shared_reverse" in ptx and "bar.sync" in ptx
+    with pytest.raises(CudaCompileError) as e:
+        compile_cuda("this is not cuda", "sm_90")
+    assert e.value.log
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="no nvcc")
+def test_tvm_translate_emits_cubin(tmp_path):
+    from tvmd.tools.translate_main import main
+    out = tmp_path / "k.cubin"
+    rc = main([os.path.join(KERNELS, "thread_elemwise.tir"), "--emit=cubin", "--target=cuda -arch=sm_90",
+               "-o", str(out)])
+    assert rc == 0 and out.read_bytes()[:4] == b"\x7fELF"
+    assert re.search(rb"gpu_add", out.read_bytes())
