@@ -45,7 +45,7 @@ class Syntax:
         if ret is None:
             body = region.blocks[0]
             last = body.last
-            if last is not None and last.name == "relay.return" and last.operands:
+            if last is not None and last.name == "relay.return":
                 rets = [v.type for v in last.operands]
             else:
                 rets = [T.incomplete]
