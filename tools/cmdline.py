@@ -40,7 +40,16 @@ def write_atomic(path: str, text: str):
     """Write `text` to `path` through a temporary file and a rename, so the
     old content survives any failure."""
     import os
+    import stat
     import tempfile
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:   # /dev/null, a pipe: write through it; a rename would replace the device
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tvmd-", dir=d)
     try:
