@@ -39,47 +39,34 @@ class CommandLine:
 def write_atomic(path: str, text: str):
     """Write `text` to `path` through a temporary file and a rename, so the
     old content survives any failure."""
-    import os
-    import stat
-    import tempfile
-    try:
-        special = not stat.S_ISREG(os.stat(path).st_mode)
-    except FileNotFoundError:
-        special = False
-    if special:   # /dev/null, a pipe: write through it; a rename would replace the device
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tvmd-", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        try:
-            mode = os.stat(path).st_mode & 0o777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic_bytes(path, text.encode("utf-8"))
 
 
 def write_atomic_bytes(path: str, data: bytes):
     import os
+    import stat
     import tempfile
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # /dev/null, a pipe: write through it; a rename would replace the device
+        with open(path, "wb") as f:
+            f.write(data)
+        return
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tvmd-", dir=d)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o644)
+        if st is not None:
+            mode = st.st_mode & 0o777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
