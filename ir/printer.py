@@ -30,12 +30,28 @@ _VALID_NAME = re.compile(r"[A-Za-z_$.\-][\w$.\-]*\Z")
 
 
 class _Scope:
-    __slots__ = ("used", "counter", "suffix")
+    """Names defined in one region.  A region's names end at its closing
+    brace (as the parser reads them), so sibling regions may reuse a name;
+    a nested region may not shadow an enclosing one.  Numbering of unnamed
+    values runs on across the whole isolated-from-above op, so ``%3`` means
+    one value per function."""
 
-    def __init__(self):
+    __slots__ = ("used", "parent", "root", "counter", "suffix")
+
+    def __init__(self, parent=None):
         self.used = set()
+        self.parent = parent
+        self.root = self if parent is None else parent.root
         self.counter = 0
         self.suffix = {}
+
+    def taken(self, name) -> bool:
+        s = self
+        while s is not None:
+            if name in s.used:
+                return True
+            s = s.parent
+        return False
 
 
 class Printer:
@@ -68,20 +84,21 @@ class Printer:
     def define(self, v: Value) -> str:
         """Give a newly defined value its printed name."""
         scope = self.scopes[-1]
+        root = scope.root
         hint = v.name
         if hint and _VALID_NAME.match(hint) and not hint[0].isdigit():
             name = hint
-            if name in scope.used:
+            if scope.taken(name):
                 n = scope.suffix.get(hint, 1)
-                while f"{hint}_{n}" in scope.used:
+                while scope.taken(f"{hint}_{n}"):
                     n += 1
                 scope.suffix[hint] = n + 1
                 name = f"{hint}_{n}"
         else:
-            n = scope.counter
-            while str(n) in scope.used:
+            n = root.counter
+            while scope.taken(str(n)):
                 n += 1
-            scope.counter = n + 1
+            root.counter = n + 1
             name = str(n)
         scope.used.add(name)
         name = "%" + name
@@ -98,8 +115,12 @@ class Printer:
     def values(self, vs) -> str:
         return ", ".join([self.value(v) for v in vs])
 
-    def push_scope(self):
-        self.scopes.append(_Scope())
+    def push_scope(self, isolated=True):
+        """Open a naming scope: a fresh one for an isolated-from-above op, or
+        a child of the current one for a region that sees outer values.
+        Custom printers that show a region's entry arguments in their header
+        open the scope before defining them, so the names stay inside."""
+        self.scopes.append(_Scope() if isolated else _Scope(self.scopes[-1]))
 
     def pop_scope(self):
         self.scopes.pop()
@@ -184,8 +205,7 @@ class Printer:
         """``{ ops }``.  With `entry_args` the entry block prints its label and
         arguments; custom forms that show them in a header pass False."""
         w = self.out.append
-        if isolated:
-            self.push_scope()
+        self.push_scope(isolated)
         w("{")
         outer = self.indent
         self.indent = outer + "  "
@@ -201,8 +221,7 @@ class Printer:
                 self.print_op(op)
         self.indent = outer
         w("\n" + outer + "}")
-        if isolated:
-            self.pop_scope()
+        self.pop_scope()
 
     def block_name(self, b) -> str:
         name = self.block_names.get(b)

@@ -46,7 +46,7 @@ def main():
     out = tempfile.mkdtemp(prefix="tvmd-tests-")
     py_xml, lit_xml = os.path.join(out, "pytest.xml"), os.path.join(out, "lit.xml")
     r1 = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={py_xml}", *args], cwd=ROOT, env=env)
-    r2 = subprocess.run([sys.executable, "-m", "lit", "-sv", f"--xunit-xml-output={lit_xml}",
+    r2 = subprocess.run([sys.executable, "-c", "import sys; from lit.main import main; sys.exit(main())", "-sv", f"--xunit-xml-output={lit_xml}",
                          os.path.join(ROOT, "test", "lit")], cwd=ROOT, env=env)
     p1, f1, s1 = count(py_xml)
     p2, f2, s2 = count(lit_xml)

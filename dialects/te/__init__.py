@@ -1,1 +1,3 @@
-"""(filled in below)"""
+"""te: tensor expressions (TVM's te.compute) and their schedules."""
+
+from . import ops, schedule_ops  # noqa: F401

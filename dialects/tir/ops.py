@@ -177,6 +177,13 @@ class ForOp(Operation):
             raise self.error(f"a {a['kind']} loop has no thread tag")
 
     def print_custom(self, p):
+        p.push_scope(isolated=False)   # the induction variable belongs to the loop
+        try:
+            self._print(p)
+        finally:
+            p.pop_scope()
+
+    def _print(self, p):
         iv = p.define(self.induction_var)
 
         def bound(key):

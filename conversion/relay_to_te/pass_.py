@@ -1,0 +1,107 @@
+"""--lower-relay-to-te: each primitive relay function becomes a te.func.
+
+    relay.func @fused_nn_dense_nn_relu(%x: T, %w: W) -> R attributes {primitive} { ... }
+  =>
+    te.func @fused_nn_dense_nn_relu(%x: T, %w: W) -> R { te.compute ...; schedule ops; return %r }
+
+1. Relay ops left in non-primitive functions are outlined first, one
+   primitive function each (outline.py), so a module that skipped
+   --fuse-ops still lowers.
+2. Each op of a primitive function becomes te.computes through its
+   strategy (strategies.py).  A splat (or single-element) relay.constant
+   becomes an arith.constant in the bodies that read it; any other
+   constant is lifted out: the te.func gets one more parameter, and each
+   call passes a copy of the constant.
+3. With ``schedule=true`` (the default) the default schedule for the
+   target is appended (schedules.py).
+
+The te.func keeps the name, so ``call @f`` in the caller now calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.pass_manager import ModulePass
+
+
+@dataclass
+class LowerRelayToTE(ModulePass):
+    NAME = "lower-relay-to-te"
+    schedule: bool = True
+
+    def run(self, module, ctx):
+        from .outline import outline_loose_ops
+        n = outline_loose_ops(module)
+        if n:
+            ctx.stat(self, "ops outlined", n)
+        for f in [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes]:
+            lower_function(module, f, self.schedule)
+            ctx.stat(self, "functions lowered")
+
+
+def lower_function(module, rf, schedule=True):
+    from ...dialects.te.builder import Emitter, compute
+    from ...dialects.te.ops import FuncOp, ReturnOp
+    from ...ir import types as T
+    from ...ir.core import Block, Region
+    from .schedules import default_schedule
+    from .strategies import STRATEGIES, Scalar
+
+    params = rf.body.args
+    body = Block([a.type for a in params], [a.name for a in params])
+    e = Emitter(body, rf.loc)
+    env = dict(zip(params, body.args))
+    lifted = []
+    outs = []
+    for op in rf.body.ops:
+        e.loc = op.loc
+        if op.name == "relay.return":
+            outs = [env[v] for v in op.operands]
+            break
+        if op.name == "relay.constant":
+            attr = op.value
+            r = op.results[0]
+            if attr.size >= 1 and attr.is_splat():
+                env[r] = Scalar(attr.array.flat[0].item(), attr.type)
+            else:
+                env[r] = body.add_arg(attr.type, r.name if r.name and not r.name[0].isdigit() else "const")
+                lifted.append(op)
+            continue
+        if op.name == "relay.call":
+            raise op.error("a primitive function cannot call another function")
+        fn = STRATEGIES.get(getattr(op, "op_name", op.name))
+        if fn is None:
+            raise op.error(f"has no TE compute; --lower-relay-to-te handles {', '.join(sorted(STRATEGIES))}")
+        for v in op.operands:
+            t = v.type
+            if not isinstance(t, T.TensorType) or not t.is_static:
+                raise op.error(f"te lowering needs static tensor types, got {t}")
+        env[op.results[0]] = fn(e, op, [env[v] for v in op.operands])
+    for i, v in enumerate(outs):
+        if isinstance(v, Scalar):   # a function returning a constant: fill a tensor with it
+            outs[i] = compute(e, v.type, lambda e, *idx, v=v: e.const(v.value, v.type.element_type), name="const")
+    e.loc = rf.loc
+    if schedule:
+        default_schedule(e, outs)
+    body.append(ReturnOp(outs, [], {}, (), rf.loc))
+    attrs = {k: v for k, v in rf.attributes.items() if k not in ("primitive", "function_type")}
+    attrs["function_type"] = T.FunctionType([a.type for a in body.args], [v.type for v in outs])
+    tf = FuncOp((), (), attrs, [Region([body])], rf.loc)
+    rf.parent.insert_before(rf, tf)
+    rf.erase()
+    if lifted:
+        _pass_lifted_constants(module, attrs["sym_name"], lifted)
+    return tf
+
+
+def _pass_lifted_constants(module, name, consts):
+    """Each call of @name passes copies of the lifted constants."""
+    for op in module.walk():
+        if op.name == "relay.call" and op.attributes["callee"].name == name:
+            copies = []
+            for c in consts:
+                cc = c.clone()
+                op.parent.insert_before(op, cc)
+                copies.append(cc.results[0])
+            op.set_operands(list(op.operands) + copies)

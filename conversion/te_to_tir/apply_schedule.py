@@ -1,0 +1,119 @@
+"""--apply-schedule: carry out each te.func's schedule ops.
+
+Algorithm, per te.func that still has computes:
+
+1. read the schedule ops in program order into stages (schedule_state.py;
+   illegal requests are diagnostics at the op);
+2. check each compute_at: the target axis must still be a leaf, of a stage
+   that is not inlined and that is, once inlining is done, the only reader
+   of the attached stage.  Nothing has changed yet when one fails;
+3. erase the schedule ops; inline the compute_inline stages into their
+   readers, producers first (inline.py), so a chain of inlined stages
+   collapses into its consumer;
+4. give each stage computed at root a ``te.realize`` at the top of the
+   function (the storage its nest writes; returned ones are the outputs);
+5. emit the loop nests of the root stages in program order before the
+   ``return`` (loop_nest.py), attached stages inside their consumer's loop;
+6. erase the computes.
+
+The result is a te.func of te.realize, tir.for / tir.if, arith ops and
+te.read / te.write; it prints, parses and verifies like any te.func.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.pass_manager import ModulePass
+
+
+@dataclass
+class ApplySchedule(ModulePass):
+    NAME = "apply-schedule"
+
+    def run(self, module, ctx):
+        for op in list(module.body.ops):
+            self.run_on(op, ctx)
+
+    def run_on(self, op, ctx):
+        if op.name == "te.func" and needs_schedule(op):
+            apply_to_func(op)
+            ctx.stat(self, "functions scheduled")
+
+
+def needs_schedule(func) -> bool:
+    from ...dialects.te.schedule_ops import SCHEDULE_OPS
+    return any(op.name == "te.compute" or op.name in SCHEDULE_OPS for op in func.body.ops)
+
+
+def apply_to_func(func):
+    from ...dialects.te.ops import RealizeOp
+    from .inline import inline_stage
+    from .loop_nest import NestBuilder
+    from .schedule_state import Schedule
+
+    sched = Schedule(func).read()
+    live = [st for st in sched.stages if st.attach != "inline"]
+    nb = NestBuilder(func.body)
+    for st in live:   # checked before anything changes
+        if st.attach != "root":
+            target, iv = st.attach
+            check_attach(sched, st, target, iv)
+            nb.attached.setdefault((target, iv), []).append(st)
+    for op in reversed(sched.ops):
+        op.erase()
+    for st in sched.stages:
+        if st.attach == "inline":
+            inline_stage(st.compute)
+            st.compute.erase()
+
+    ret = func.return_op.detach()
+    anchor = func.body.first
+    for st in live:
+        if st.attach == "root":
+            c = st.compute
+            r = RealizeOp((), [c.tensor_type], {}, (), c.loc)
+            if anchor is None:
+                func.body.append(r)
+            else:
+                func.body.insert_before(anchor, r)
+            r.results[0].name = c.results[0].name
+            c.results[0].replace_all_uses_with(r.results[0])
+            nb.buffers[st] = r.results[0]
+    nb.e.at(func.body)
+    for st in live:
+        if st.attach == "root":
+            nb.emit_stage(st)
+    func.body.append(ret)
+    for st in reversed(live):
+        st.compute.erase()
+
+
+def readers(sched, st):
+    """The stages that read `st` once inlining is done: its readers, with
+    each inlined one replaced by its own readers."""
+    out = []
+    for u in st.compute.results[0].users:
+        r = sched.by_value.get(u.parent_op.results[0]) if u.parent_op is not None and u.parent_op.results else None
+        if r is None:
+            continue
+        for x in (readers(sched, r) if r.attach == "inline" else [r]):
+            if x not in out:
+                out.append(x)
+    return out
+
+
+def check_attach(sched, st, target, iv):
+    op = st.attach_op
+    if target.attach == "inline":
+        raise op.error(f"cannot compute '{st.name}' at an axis of '{target.name}', which is inlined")
+    if iv not in target.leaves:
+        raise op.error(f"axis '{iv.name}' of '{target.name}' was split or fused after it was named here; "
+                       "attach to one of the axes that made")
+    rs = readers(sched, st)
+    if target not in rs:
+        raise op.error(f"axis '{iv.name}' belongs to '{target.name}', which does not read '{st.name}'")
+    others = [r for r in rs if r is not target]
+    if others:
+        raise op.error(f"'{st.name}' is also read by '{others[0].name}'; compute_at needs a single consumer",
+                       notes=[(others[0].compute.loc, "also read here")])

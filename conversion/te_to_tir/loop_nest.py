@@ -1,0 +1,324 @@
+"""Loop nests for scheduled stages (TVM's MakeLoopNest and MakeComputeStmt).
+
+For a stage with leaves L0..Ln-1 (outer to inner)::
+
+    tir.for L0 ... {                      kind from the schedule; extent-1 loops vanish
+      [tir.if guard]                      after the last loop a guard depends on
+      [producers attached at L0]          compute_at: their nests, local storage
+      tir.for L1 ... {
+        ...
+          %x = <body, index args rebuilt from the leaves>
+          te.write %x, %T[...]
+    }}
+
+Index arguments are rebuilt from the leaves through the relations: a split
+parent is ``outer * inner_extent + inner``, fused axes are ``fused floordiv
+inner_extent`` and ``fused floormod inner_extent``.  A split whose factor
+does not divide its extent gets the guard ``parent < extent`` (also when
+the parent is itself an inner part, so nothing is computed twice).
+
+A reduction writes the identity first: the init nest goes right before the
+first reduce leaf and loops over the spatial leaves after it (TVM's rule),
+then the update ``T[i] = T[i] (+) body`` runs in the full nest.
+
+A stage attached with compute_at gets the extents bound inference found
+(bounds.py): its root index is ``base + r`` with r over [0, extent), it
+writes a local ``te.realize`` of the region's shape, it is guarded where
+the region may leave the tensor, and its consumer's reads are shifted by
+the base.
+"""
+
+from __future__ import annotations
+
+from ...dialects.te.builder import Emitter, combine, reducer_identity
+from ...ir import types as T
+from ...ir.core import Block, Region
+from .bounds import Aff, IndexIntervals, Interval, Unbounded
+from .schedule_state import Split
+
+
+class AttachCtx:
+    """Where an attached stage's region lies in its full tensor."""
+
+    __slots__ = ("bases", "base_affs", "extents", "need_lo", "need_hi")
+
+    def __init__(self, bases, base_affs, extents, need_lo, need_hi):
+        self.bases = bases            # per dimension: the region's first index (int or Value)
+        self.base_affs = base_affs    # the same as affine forms, for the bounds of nested attaches
+        self.extents = extents        # the region's shape: the stage's root extents here
+        self.need_lo, self.need_hi = need_lo, need_hi   # may the region leave the tensor below / above?
+
+
+class Guard:
+    __slots__ = ("iv", "upper", "base", "lower", "pos", "reduce")
+
+    def __init__(self, iv, upper=None, base=0, lower=False):
+        self.iv, self.upper, self.base, self.lower = iv, upper, base, lower
+        self.pos = -1
+        self.reduce = iv.reduce
+
+
+class NestBuilder:
+    def __init__(self, block):
+        self.e = Emitter(block, const_block=block)
+        self.ranges = {}     # index Value -> static (lo, hi)
+        self.remap = {}      # producer tensor -> (local storage, bases): reads are shifted
+        self.attached = {}   # (consumer stage, leaf) -> [producer stages]
+        self.buffers = {}    # stage -> storage it writes
+        self.ext = {}        # stage -> {IterVar: extent}, while the stage is being emitted
+        self.ctx = {}        # stage -> AttachCtx
+
+    # -- relations -------------------------------------------------------------------
+
+    def extents(self, st, root_extents):
+        ext = dict(zip(st.root, root_extents))
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                ext[rel.outer], ext[rel.inner] = rel.extents(ext[rel.parent])
+            else:
+                ext[rel.fused] = ext[rel.outer] * ext[rel.inner]
+        return ext
+
+    def deps(self, iv):
+        """The leaves an axis' value is made from."""
+        rel = iv.consumed_by
+        if rel is None:
+            return {iv}
+        if isinstance(rel, Split):
+            return self.deps(rel.outer) | self.deps(rel.inner)
+        return self.deps(rel.fused)
+
+    def value(self, st, iv):
+        """The axis' value at the current point: an int or an index Value."""
+        e = self.e
+        key = ("iv", st, iv)
+        v = e.lookup(key)
+        if v is not None:
+            return v
+        rel = iv.consumed_by
+        if rel is None:
+            raise AssertionError(f"leaf {iv.name} of {st.name} used outside its loop")
+        ext = self.ext[st]
+        if isinstance(rel, Split):
+            v = e.add(e.mul(self.value(st, rel.outer), ext[rel.inner]), self.value(st, rel.inner))
+        else:
+            f = self.value(st, rel.fused)
+            n = ext[rel.inner]
+            v = e.floordiv(f, n) if iv is rel.outer else e.floormod(f, n)
+            if not isinstance(v, int):
+                self.ranges[v] = (0, ext[iv] - 1)
+        if not isinstance(v, int):
+            e.remember(key, v)
+        return v
+
+    # -- emission ----------------------------------------------------------------------
+
+    def open_loop(self, st, iv, extent):
+        from ...dialects.tir.ops import ForOp
+        e = self.e
+        if extent == 1 and iv.kind != "thread":
+            e.remember(("iv", st, iv), 0)
+            return
+        kind = iv.kind if extent > 1 or iv.kind == "thread" else "serial"
+        loop = ForOp.create(0, extent, kind, iv.thread, iv.name, e.loc, dict(iv.pragmas))
+        e.block.append(loop)
+        e.at(loop.body)
+        v = loop.induction_var
+        self.ranges[v] = (0, extent - 1)
+        e.remember(("iv", st, iv), v)
+
+    def open_guard(self, st, g):
+        from ...dialects.tir.ops import IfOp
+        e = self.e
+        v = e.add(self.value(st, g.iv), g.base)
+        c = e.cmp("ge", v, 0) if g.lower else e.cmp("lt", v, g.upper)
+        if c is True:
+            return
+        if c is False:   # never true: an empty then-block keeps the structure simple
+            c = e.val(False)
+        op = IfOp([c], [], {}, [Region([Block()])], e.loc)
+        e.block.append(op)
+        e.at(op.regions[0].blocks[0])
+
+    def guards(self, st, ext, ctx):
+        gs = []
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                if ext[rel.outer] * ext[rel.inner] != ext[rel.parent]:
+                    gs.append(Guard(rel.parent, upper=ext[rel.parent]))
+        if ctx is not None:
+            dims = st.compute.tensor_type.shape
+            for d, iv in enumerate(st.root[:st.compute.rank]):
+                if ctx.need_lo[d]:
+                    gs.append(Guard(iv, base=ctx.bases[d], lower=True))
+                if ctx.need_hi[d]:
+                    gs.append(Guard(iv, upper=dims[d], base=ctx.bases[d]))
+        pos = {iv: p for p, iv in enumerate(st.leaves)}
+        for g in gs:
+            g.pos = max(pos[l] for l in self.deps(g.iv))
+        return gs
+
+    def emit_stage(self, st, ctx=None):
+        e = self.e
+        start = e.block
+        saved_loc = e.loc
+        e.loc = st.compute.loc
+        c = st.compute
+        root_ext = list(ctx.extents) + list(c.reduce_extents) if ctx else list(c.extents)
+        ext = self.ext[st] = self.extents(st, root_ext)
+        self.ctx[st] = ctx
+        guards = self.guards(st, ext, ctx)
+        leaves = st.leaves
+        begin = next((p for p, iv in enumerate(leaves) if iv.reduce), None) if st.is_reduction else None
+        for p, iv in enumerate(leaves):
+            if p == begin:
+                self.emit_init(st, p, guards)
+            self.open_loop(st, iv, ext[iv])
+            for g in guards:
+                if g.pos == p:
+                    self.open_guard(st, g)
+            for prod in self.attached.get((st, iv), ()):
+                self.emit_attached(prod, st, p)
+        self.emit_body(st)
+        e.at(start)
+        e.loc = saved_loc
+
+    def emit_init(self, st, p, guards):
+        e = self.e
+        saved = e.block
+        init = [iv for iv in st.leaves[p:] if not iv.reduce]
+        for iv in init:
+            self.open_loop(st, iv, self.ext[st][iv])
+            for g in guards:
+                if not g.reduce and g.pos >= p and max(init.index(l) for l in self.deps(g.iv)
+                                                       if l in init) == init.index(iv):
+                    self.open_guard(st, g)
+        c = st.compute
+        t = c.tensor_type.element_type
+        e.op("te.write", [e.const(reducer_identity(c.reducer, t), t), self.buffers[st]]
+             + [e.val(x) for x in self.write_index(st)], [])
+        e.at(saved)
+
+    def write_index(self, st):
+        return [self.value(st, iv) for iv in st.root[:st.compute.rank]]
+
+    def emit_body(self, st):
+        e = self.e
+        c = st.compute
+        ctx = self.ctx[st]
+        mapping = {}
+        for d, (arg, iv) in enumerate(zip(c.body.args, st.root)):
+            v = self.value(st, iv)
+            if ctx is not None and d < c.rank:
+                v = e.add(v, ctx.bases[d])
+            mapping[arg] = e.val(v)
+        for op in c.body.ops:
+            if op.name == "te.yield":
+                break
+            if op.name == "arith.constant":   # hoisted to the function's entry, shared
+                mapping[op.results[0]] = e.const(op.attributes["value"], op.results[0].type)
+            elif op.name == "te.read" and op.tensor in self.remap:
+                self.shifted_read(op, mapping)
+            else:
+                e.block.append(op.clone(mapping))
+        y = c.yielded
+        v = mapping.get(y, y)
+        buf = self.buffers[st]
+        idx = [e.val(x) for x in self.write_index(st)]
+        if st.is_reduction:
+            acc = e.op("te.read", [buf] + idx, [v.type])
+            v = combine(e, c.reducer, acc, v)
+        e.op("te.write", [v, buf] + idx, [])
+
+    def shifted_read(self, op, mapping):
+        e = self.e
+        local, bases = self.remap[op.tensor]
+        idx = [e.val(e.sub(mapping.get(i, i), b)) for i, b in zip(op.indices, bases)]
+        guard = op.condition
+        if guard is not None:
+            r = e.op("te.read", [local] + idx + [mapping.get(guard, guard)], [op.results[0].type],
+                     {"else_value": op.attributes["else_value"]})
+        else:
+            r = e.op("te.read", [local] + idx, [op.results[0].type])
+        r.name = op.results[0].name
+        mapping[op.results[0]] = r
+
+    # -- compute_at ----------------------------------------------------------------------
+
+    def emit_attached(self, prod, cons, p):
+        """Emit `prod` inside `cons`'s loop at leaf position `p`."""
+        e = self.e
+        try:
+            region = self.region(prod, cons, p)
+        except Unbounded as ex:
+            raise prod.attach_op.error(f"cannot bound the region of '{prod.name}' read by '{cons.name}': {ex}")
+        dims = prod.compute.tensor_type.shape
+        affs, exts, need_lo, need_hi = [], [], [], []
+        for d, it in enumerate(region):
+            if it.span + 1 >= dims[d]:
+                it = Interval(Aff(0), dims[d] - 1)
+            lo, hi = it.base.static_range(self.ranges)
+            affs.append(it.base)
+            exts.append(it.span + 1)
+            need_lo.append(lo < 0)
+            need_hi.append(hi + it.span > dims[d] - 1)
+        bases = [a.emit(e) for a in affs]
+        t = T.TensorType(exts, prod.compute.tensor_type.element_type)
+        local = e.op("te.realize", [], [t], name=prod.name)
+        self.buffers[prod] = local
+        self.remap[prod.compute.results[0]] = (local, bases)
+        self.emit_stage(prod, AttachCtx(bases, affs, exts, need_lo, need_hi))
+
+    def region(self, prod, cons, p):
+        """Per dimension of `prod`, the Interval `cons` reads when its
+        leaves up to position p are fixed."""
+        c = cons.compute
+        fixed = set(cons.leaves[:p + 1])
+        ctx = self.ctx[cons]
+        args = {}
+        for d, (arg, iv) in enumerate(zip(c.body.args, cons.root)):
+            it = self.root_interval(cons, iv, fixed)
+            if ctx is not None and d < c.rank:
+                it = Interval(ctx.base_affs[d], 0) + it
+            args[arg] = it
+        ii = IndexIntervals(args, self.e, self.ranges)
+        region = None
+        res = prod.compute.results[0]
+        for op in c.body.ops:
+            if op.name != "te.read" or op.tensor is not res:
+                continue
+            its = [ii.of(v) for v in op.indices]
+            if region is None:
+                region = its
+                continue
+            for d, it in enumerate(its):
+                u = region[d].union(it)
+                if u is None:
+                    raise Unbounded("its reads differ by a loop-dependent offset")
+                region[d] = u
+        return region
+
+    def static_range(self, st, iv):
+        """(lo, hi) an axis' value can take, guards aside."""
+        ext = self.ext[st]
+        rel = iv.consumed_by
+        if not isinstance(rel, Split):
+            return 0, ext[iv] - 1
+        (olo, ohi), (ilo, ihi) = self.static_range(st, rel.outer), self.static_range(st, rel.inner)
+        n = ext[rel.inner]
+        return olo * n + ilo, ohi * n + ihi
+
+    def root_interval(self, st, iv, fixed):
+        ext = self.ext[st]
+        if self.deps(iv) <= fixed:
+            v = self.value(st, iv)
+            if not isinstance(v, int) and v not in self.ranges:
+                self.ranges[v] = self.static_range(st, iv)
+            return Interval.point(v)
+        rel = iv.consumed_by
+        if rel is None:
+            return Interval(Aff(0), ext[iv] - 1)
+        if isinstance(rel, Split):
+            return self.root_interval(st, rel.outer, fixed).scale(ext[rel.inner]) + \
+                self.root_interval(st, rel.inner, fixed)
+        return Interval(Aff(0), ext[iv] - 1)

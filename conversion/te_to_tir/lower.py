@@ -1,0 +1,190 @@
+"""--lower-te-to-tir: each te.func becomes a tir.func of the same name.
+
+    te.func @f(%A: tensor<4xf32>) -> tensor<4xf32>   =>   tir.func @f(%A: memref<4xf32>, %R: memref<4xf32>)
+                                                              attributes {num_outputs = 1}
+
+Parameters are the input buffers, then one output buffer per result (named
+after the returned value).  A function that still has computes or schedule
+ops is scheduled first (apply_schedule.py), so this pass works alone.
+
+    te.realize (returned)      the output buffer
+    te.realize (other)         tir.alloc (at the same place: local storage of
+                               a compute_at stage is allocated inside its loop)
+    te.read                    tir.load
+    te.read .. if %c else x    %i' = select %c, %i, 0 per index (always in
+                               bounds), tir.load, then select %c, %v, x
+    te.write                   tir.store
+    te.intrin                  tir.intrin
+    return of a parameter, or of a value returned twice: a copy loop nest
+
+Other ops (arith, tir.for, tir.if) are copied, their regions converted;
+constants are shared, one of each at the function's entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir import types as T
+from ...ir.core import Block, Region
+from ...ir.pass_manager import ModulePass
+
+
+@dataclass
+class LowerTEToTIR(ModulePass):
+    NAME = "lower-te-to-tir"
+
+    def run(self, module, ctx):
+        for op in list(module.body.ops):
+            self.run_on(op, ctx)
+
+    def run_on(self, op, ctx):
+        if op.name != "te.func":
+            return
+        from .apply_schedule import apply_to_func, needs_schedule
+        if needs_schedule(op):
+            apply_to_func(op)
+        new = lower_func(op)
+        op.parent.insert_before(op, new)
+        op.erase()
+        ctx.stat(self, "functions lowered")
+
+
+def memref(t):
+    return T.MemRefType(t.shape, t.element_type)
+
+
+def lower_func(func):
+    from ...dialects.tir.ops import FuncOp
+    ret = func.return_op
+    outs = ret.operands
+    params = list(func.body.args)
+    names = [a.name for a in params]
+    for i, v in enumerate(outs):   # an output buffer is named after the storage it replaces
+        names.append(v.name if _realized(v) and v.name and v not in outs[:i] else f"out{i}")
+    types = [memref(a.type) for a in params] + [memref(v.type) for v in outs]
+    body = Block(types, names)
+    mapping = dict(zip(params, body.args))
+    out_args = body.args[len(params):]
+    cv = _Converter(mapping, body)
+    copies = []
+    for v, arg in zip(outs, out_args):
+        if _realized(v) and v not in cv.outputs:
+            cv.outputs[v] = arg
+        else:
+            copies.append((v, arg))
+    cv.block(func.body, body)
+    for v, arg in copies:
+        cv.copy(mapping[v], arg, func.loc)
+    attrs = {k: v for k, v in func.attributes.items() if k != "function_type"}
+    attrs["num_outputs"] = len(outs)
+    return FuncOp((), (), attrs, [Region([body])], func.loc)
+
+
+def _realized(v):
+    d = v.defining_op()
+    return d is not None and d.name == "te.realize"
+
+
+class _Converter:
+    def __init__(self, mapping, body):
+        from ...dialects.te.builder import Emitter
+        self.m = mapping
+        self.outputs = {}   # returned te.realize value -> output buffer
+        self.e = Emitter(body, const_block=body)   # new constants go to the function's entry
+
+    def block(self, src, dst):
+        e = self.e
+        outer = e.block
+        e.at(dst)
+        for op in src.ops:
+            if op.name == "te.return":
+                break
+            e.loc = op.loc
+            self.op(op, e)
+        e.at(outer)
+
+    def op(self, op, e):
+        m = self.m
+        name = op.name
+        if name.startswith("te.") and name not in _TE_MEMORY:
+            raise op.error("is left after scheduling; lower-te-to-tir expects computes and schedule ops applied")
+        if name == "te.realize":
+            r = op.results[0]
+            out = self.outputs.get(r)
+            m[r] = out if out is not None else e.op("tir.alloc", [], [memref(r.type)], name=r.name)
+        elif name == "arith.constant":   # one of each, at the entry
+            r = op.results[0]
+            m[r] = e.const(op.attributes["value"], r.type)
+        elif name == "te.read":
+            m[op.results[0]] = self.read(op, e)
+        elif name == "te.write":
+            v, t, *idx = (m.get(x, x) for x in op.operands)
+            e.op("tir.store", [v, t] + idx, [])
+        elif name == "te.intrin":
+            r = e.op("tir.intrin", [m.get(x, x) for x in op.operands], [op.results[0].type],
+                     {"intrin": op.attributes["intrin"]}, name=op.results[0].name)
+            m[op.results[0]] = r
+        elif op.regions:
+            # the new op goes in first, so that its blocks see the function's
+            # entry (where the emitter keeps the constants it shares)
+            regions, pairs = [], []
+            for reg in op.regions:
+                nr = Region()
+                for b in reg.blocks:
+                    nb = nr.add_block(Block([a.type for a in b.args], [a.name for a in b.args]))
+                    m.update(zip(b.args, nb.args))
+                    pairs.append((b, nb))
+                regions.append(nr)
+            new = type(op)([m.get(x, x) for x in op.operands], [r.type for r in op.results],
+                           dict(op.attributes), regions, op.loc)
+            e.block.append(new)
+            m.update(zip(op.results, new.results))
+            for b, nb in pairs:
+                self.block(b, nb)
+        else:
+            e.block.append(op.clone(m))
+
+    def copy(self, src, dst, loc):
+        """dst[...] = src[...] over the whole shape."""
+        from ...dialects.tir.ops import ForOp
+        e = self.e
+        e.at(dst.block)
+        idx = []
+        for d, n in enumerate(dst.type.shape):
+            if n == 1:
+                idx.append(e.const(0))
+                continue
+            loop = ForOp.create(0, n, name=f"i{d}", loc=loc)
+            e.block.append(loop)
+            e.at(loop.body)
+            idx.append(loop.induction_var)
+        v = e.op("tir.load", [src] + idx, [dst.type.element_type])
+        e.op("tir.store", [v, dst] + idx, [])
+        e.at(dst.block)
+
+    def read(self, op, e):
+        m = self.m
+        buf = m.get(op.tensor, op.tensor)
+        idx = [m.get(x, x) for x in op.indices]
+        r = op.results[0]
+        if not op.guarded:
+            return e.op("tir.load", [buf] + idx, [r.type], name=r.name)
+        c = m.get(op.condition, op.condition)
+        safe = [i if _const_in(i, n) else e.select(c, i, e.const(0)) for i, n in zip(idx, op.tensor.type.shape)]
+        v = e.op("tir.load", [buf] + safe, [r.type])
+        ev = op.attributes["else_value"]
+        t = r.type
+        other = e.const(ev if T.is_float(t) else int(ev), t)
+        out = e.select(c, v, other)
+        out.name = r.name
+        return out
+
+
+def _const_in(v, n):
+    """Is `v` a constant index inside [0, n)?"""
+    d = v.defining_op()
+    return d is not None and d.name == "arith.constant" and 0 <= d.attributes["value"] < n
+
+
+_TE_MEMORY = {"te.realize", "te.read", "te.write", "te.intrin", "te.return"}

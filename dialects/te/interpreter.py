@@ -1,0 +1,330 @@
+"""The te reference interpreter: ``run(func_op, *arrays) -> [outputs]``.
+
+* A ``te.compute`` is evaluated all at once on numpy index grids: each
+  index argument becomes ``np.arange(extent)`` shaped to broadcast along its
+  own axis (spatial axes, then reduce axes), the body's ops run on whole
+  arrays, and the reducer folds the reduce axes.  Large computes are cut
+  into boxes along their spatial axes to bound memory.  Schedule ops do not
+  change what a function computes, so they are skipped: this is the oracle
+  every schedule and lowering is compared against.
+* Scheduled functions (``tir.for`` / ``tir.if`` loop nests of ``te.write``
+  into ``te.realize`` storage) run on a small loop executor, one closure per
+  op.  Storage starts as NaN (floats) so a read before a write shows; every
+  access is bounds-checked and an out-of-bounds access is an error at the
+  op.  (Lowered tir.funcs run on dialects/tir/interpreter.py, whose
+  semantics these match: index math on Python ints, floordiv/floormod
+  toward minus infinity, ``round`` half to even.)
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ...ir import types as T
+from ...ir.diagnostics import DiagnosticError
+
+# elements of one compute evaluated at once (index grid incl. reduce axes)
+BOX_ELEMENTS = 1 << 22
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+INTRINSIC_FNS = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "erf": lambda x: _erf(x), "fabs": np.abs,
+    "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "sin": np.sin,
+    "cos": np.cos, "pow": np.power,
+}
+
+
+def intrinsic(name, args, t):
+    dt = T.to_numpy_dtype(t)
+    return np.asarray(INTRINSIC_FNS[name](*args)).astype(dt)[()]
+
+
+class InterpreterError(DiagnosticError):
+    pass
+
+
+def _check_inputs(func, arrays, params):
+    if len(arrays) != len(params):
+        raise InterpreterError(func.loc, f"@{func.sym_name} takes {len(params)} argument(s), got {len(arrays)}")
+    out = []
+    for a, p in zip(arrays, params):
+        t = p.type
+        a = np.asarray(a)
+        if a.shape != tuple(t.shape):
+            raise InterpreterError(func.loc, f"argument of shape {list(a.shape)} for parameter of type {t}")
+        out.append(a.astype(t.dtype, copy=False))
+    return out
+
+
+def run(func, *arrays):
+    """Evaluate a te.func (scheduled or not) on numpy arrays; returns the
+    list of its results."""
+    env = dict(zip(func.body.args, _check_inputs(func, arrays, func.body.args)))
+    with np.errstate(all="ignore"):
+        for op in func.body.ops:
+            name = op.name
+            if name == "te.compute":
+                env[op.results[0]] = eval_compute(op, env)
+            elif name == "te.return":
+                return [np.array(env[v]) for v in op.operands]
+            elif name.startswith("te.") and name not in _LOOP_OPS:
+                continue   # a schedule op: it changes how, not what
+            else:
+                _Loops(env).compile(op)()
+    raise InterpreterError(func.loc, "function has no return")
+
+
+# -- vectorized computes -----------------------------------------------------------
+
+def eval_compute(op, env):
+    t = op.results[0].type
+    out = np.empty(t.shape, dtype=t.dtype)
+    ranges = [(0, n) for n in t.shape]
+    _eval_box(op, env, out, ranges)
+    return out
+
+
+def _eval_box(op, env, out, ranges):
+    rext = op.reduce_extents
+    size = math.prod(b - a for a, b in ranges) * math.prod(rext)
+    if size > BOX_ELEMENTS:
+        d = max(range(len(ranges)), key=lambda k: ranges[k][1] - ranges[k][0], default=None)
+        if d is not None and ranges[d][1] - ranges[d][0] > 1:
+            a, b = ranges[d]
+            mid = (a + b) // 2
+            _eval_box(op, env, out, ranges[:d] + [(a, mid)] + ranges[d + 1:])
+            _eval_box(op, env, out, ranges[:d] + [(mid, b)] + ranges[d + 1:])
+            return
+    dims = [(a, b) for a, b in ranges] + [(0, e) for e in rext]
+    n = len(dims)
+    vals = {}
+    for k, (arg, (a, b)) in enumerate(zip(op.body.args, dims)):
+        shape = [1] * n
+        shape[k] = b - a
+        vals[arg] = np.arange(a, b, dtype=np.int64).reshape(shape)
+    v = _eval_block(op.body, vals, env)
+    full = [b - a for a, b in dims]
+    v = np.broadcast_to(np.asarray(v), full)
+    if rext:
+        axes = tuple(range(len(ranges), n))
+        red = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}[op.reducer]
+        if op.reducer in ("sum", "prod"):
+            v = red(v, axis=axes, dtype=out.dtype)
+        else:
+            v = red(v, axis=axes)
+    out[tuple(slice(a, b) for a, b in ranges)] = v
+
+
+def _eval_block(block, vals, env):
+    def get(v):
+        x = vals.get(v)
+        if x is None:
+            x = env[v]
+        return x
+
+    for op in block.ops:
+        name = op.name
+        if name == "te.yield":
+            return get(op.operands[0])
+        if name == "te.read":
+            vals[op.results[0]] = _read_array(op, get)
+        elif name == "te.intrin":
+            vals[op.results[0]] = intrinsic(op.attributes["intrin"], [get(v) for v in op.operands],
+                                            op.results[0].type)
+        elif name == "arith.constant":
+            vals[op.results[0]] = op.evaluate()
+        elif hasattr(op, "evaluate"):
+            vals[op.results[0]] = op.evaluate(*[get(v) for v in op.operands])
+        else:
+            raise InterpreterError(op.loc, f"the te interpreter cannot evaluate '{op.name}' in a compute body")
+    raise InterpreterError(block.parent_op.loc, "compute body has no yield")
+
+
+def _read_array(op, get):
+    arr = get(op.tensor)
+    idx = [np.asarray(get(v)) for v in op.indices]
+    if op.guarded:
+        cond = np.asarray(get(op.condition))
+        idx = [np.where(cond, i, 0) for i in idx]
+    for d, i in enumerate(idx):
+        if i.size and (i.min() < 0 or i.max() >= arr.shape[d]):
+            raise InterpreterError(op.loc, f"reads dimension {d} at {int(i.min() if i.min() < 0 else i.max())}, "
+                                           f"outside [0, {arr.shape[d]})")
+    v = arr[tuple(idx)] if idx else arr[()]
+    if op.guarded:
+        v = np.where(cond, v, np.asarray(op.attributes["else_value"]).astype(arr.dtype))
+    return v
+
+
+# -- loop executor -------------------------------------------------------------------
+
+_LOOP_OPS = {"te.realize", "te.write", "te.read", "te.intrin"}
+
+_INDEX_FNS = {
+    "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
+    "arith.floordivsi": operator.floordiv, "arith.floormodsi": operator.mod,
+    "arith.maxsi": max, "arith.minsi": min,
+    "arith.andi": lambda a, b: a and b, "arith.ori": lambda a, b: a or b,
+}
+_CMP_FNS = {"eq": operator.eq, "ne": operator.ne, "slt": operator.lt, "sle": operator.le,
+            "sgt": operator.gt, "sge": operator.ge, "olt": operator.lt, "ole": operator.le,
+            "ogt": operator.gt, "oge": operator.ge, "oeq": operator.eq, "une": operator.ne}
+
+
+class _Loops:
+    """Compiles ops to closures over a shared environment (Value -> value)."""
+
+    def __init__(self, env):
+        self.env = env
+
+    def block(self, block):
+        fns = [self.compile(op) for op in block.ops]
+
+        def run():
+            for f in fns:
+                f()
+        return run
+
+    def compile(self, op):
+        env = self.env
+        name = op.name
+        ops = op.operands
+        if name == "tir.for":
+            lo, hi = op.lower, op.upper
+            iv = op.induction_var
+            body = self.block(op.body)
+
+            def run_for():
+                a = lo if isinstance(lo, int) else env[lo]
+                b = hi if isinstance(hi, int) else env[hi]
+                for i in range(a, b):
+                    env[iv] = i
+                    body()
+            return run_for
+        if name == "tir.if":
+            then = self.block(op.regions[0].blocks[0])
+            other = self.block(op.regions[1].blocks[0]) if len(op.regions) > 1 else None
+            c = ops[0]
+
+            def run_if():
+                if env[c]:
+                    then()
+                elif other is not None:
+                    other()
+            return run_if
+        if name == "te.realize":
+            r = op.results[0]
+            t = r.type
+            fill = np.nan if T.is_float(t.element_type) else 0
+
+            def alloc():
+                env[r] = np.full(t.shape, fill, dtype=t.dtype)
+            return alloc
+        if name == "te.read":
+            return self._read(op)
+        if name == "te.write":
+            return self._write(op)
+        if name == "te.intrin":
+            r, fname, t = op.results[0], op.attributes["intrin"], op.results[0].type
+
+            def intrin():
+                env[r] = intrinsic(fname, [env[v] for v in ops], t)
+            return intrin
+        if name == "te.return":
+            return lambda: None
+        return self._arith(op)
+
+    def _arith(self, op):
+        env = self.env
+        ops = op.operands
+        name = op.name
+        if not op.results or not hasattr(op, "evaluate"):
+            raise InterpreterError(op.loc, f"the loop executor cannot run '{name}'")
+        r = op.results[0]
+        if isinstance(r.type, T.VectorType):
+            raise InterpreterError(op.loc, "the loop executor runs scalar code only")
+        if name == "arith.constant":
+            c = op.evaluate()
+            if r.type is T.index:
+                c = int(c)
+
+            def const():
+                env[r] = c
+            return const
+        is_index = ops and all(v.type is T.index or v.type is T.i1 for v in ops)
+        if name in _INDEX_FNS and is_index:
+            fn, a, b = _INDEX_FNS[name], ops[0], ops[1]
+
+            def ibin():
+                env[r] = fn(env[a], env[b])
+            return ibin
+        if name in ("arith.cmpi", "arith.cmpf") and op.attributes["predicate"] in _CMP_FNS:
+            fn, a, b = _CMP_FNS[op.attributes["predicate"]], ops[0], ops[1]
+
+            def cmp():
+                env[r] = bool(fn(env[a], env[b]))
+            return cmp
+        if name == "arith.select":
+            c, a, b = ops
+
+            def sel():
+                env[r] = env[a] if env[c] else env[b]
+            return sel
+        if name == "arith.index_cast":
+            a = ops[0]
+            to_index = r.type is T.index
+            ev = op.evaluate
+
+            def icast():
+                env[r] = int(env[a]) if to_index else ev(env[a])
+            return icast
+        ev = op.evaluate
+
+        def generic():
+            env[r] = ev(*[env[v] for v in ops])
+        return generic
+
+    def _access(self, op, buf_i):
+        env = self.env
+        buf = op.operands[buf_i]
+        idx = op.indices if op.name == "te.read" else op.operands[buf_i + 1:]
+        shape = buf.type.shape
+
+        def index():
+            ix = tuple(env[v] for v in idx)
+            for d, (i, n) in enumerate(zip(ix, shape)):
+                if not 0 <= i < n:
+                    raise InterpreterError(op.loc, f"accesses dimension {d} at {i}, outside [0, {n})")
+            return ix
+        return buf, index
+
+    def _read(self, op):
+        env = self.env
+        buf, index = self._access(op, 0)
+        r = op.results[0]
+        if op.guarded:
+            c = op.condition
+            other = np.asarray(op.attributes["else_value"]).astype(T.to_numpy_dtype(r.type))[()]
+
+            def gread():
+                env[r] = env[buf][index()] if env[c] else other
+            return gread
+
+        def read():
+            env[r] = env[buf][index()]
+        return read
+
+    def _write(self, op):
+        env = self.env
+        buf, index = self._access(op, 1)
+        v = op.operands[0]
+
+        def write():
+            env[buf][index()] = env[v]
+        return write

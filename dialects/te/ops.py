@@ -1,0 +1,315 @@
+"""TE ops: functions of tensor expressions, and the memory ops a schedule makes.
+
+    te.func @f(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+      %S = te.compute [%i] reduce [%k: 8] "sum" : tensor<4xf32> {
+        %a = te.read %A[%i, %k] : f32
+        yield %a
+      }
+      return %S
+    }
+
+* ``te.func``: its parameters are the placeholders (input tensors); it
+  returns its output tensors (``te.return``).
+* ``te.compute [%i, %j] reduce [%k: N] "sum" : tensor<...> { ... yield %v }``:
+  one element of the result.  The entry block's index arguments are the
+  spatial axes (extents from the result type) then the reduce axes; a
+  reducer (sum, prod, max, min) combines the yielded values over the reduce
+  axes, starting from its identity.
+* ``te.read %A[%i, %k] : f32`` and the guarded ``te.read %A[%y, %x] if %c
+  else 0.0 : f32`` (reads only where %c holds; the value is 0.0 elsewhere).
+* ``te.intrin "exp"(%x) : f32``: a math function.
+
+After ``--apply-schedule`` computes are loop nests (``tir.for``) of
+``te.write %v, %T[%i] : f32`` into ``%T = te.realize : tensor<...>``.
+Schedule ops live in schedule_ops.py.
+"""
+
+from __future__ import annotations
+
+from ...ir import types as T
+from ...ir.attrkinds import FLOAT, INTS, STR, TYPE, enum, optional
+from ...ir.core import Attr, Operation
+from ...ir.traits import ISOLATED_FROM_ABOVE, PURE, SINGLE_BLOCK, SYMBOL, TERMINATOR
+from .func_like import print_func_like, verify_func_like
+
+REDUCERS = ("sum", "prod", "max", "min")
+
+# te.intrin functions: name -> arity (tir.intrin knows the same names)
+INTRINSICS = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1,
+              "fabs": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sin": 1, "cos": 1,
+              "pow": 2}
+
+
+class FuncOp(Operation):
+    __slots__ = ()
+    name = "te.func"
+    OPERANDS = ()
+    RESULTS = ()
+    NUM_REGIONS = 1
+    ATTRS = {"sym_name": Attr(STR), "function_type": Attr(TYPE)}
+    traits = frozenset({ISOLATED_FROM_ABOVE, SYMBOL, SINGLE_BLOCK})
+
+    @property
+    def function_type(self) -> T.FunctionType:
+        return self.attributes["function_type"]
+
+    @property
+    def args(self):
+        return self.body.args
+
+    @property
+    def return_op(self):
+        return self.body.last
+
+    def verify_(self):
+        verify_func_like(self, "te.return")
+        for a in self.body.args:
+            if not isinstance(a.type, T.TensorType) or not a.type.is_static:
+                raise self.error(f"parameters are tensors of static shape, got {a.type}")
+
+    def print_custom(self, p):
+        print_func_like(self, p, "te.func")
+
+
+class ReturnOp(Operation):
+    __slots__ = ()
+    name = "te.return"
+    OPERANDS = ("*values",)
+    RESULTS = ()
+    traits = frozenset({TERMINATOR})
+
+    def print_custom(self, p):
+        p.write("return")
+        if self.operands:
+            p.write(" " + p.values(self.operands))
+
+
+class YieldOp(Operation):
+    __slots__ = ()
+    name = "te.yield"
+    OPERANDS = ("value",)
+    RESULTS = ()
+    traits = frozenset({TERMINATOR, PURE})
+
+    def print_custom(self, p):
+        p.write("yield " + p.value(self.operands[0]))
+
+
+class ComputeOp(Operation):
+    """One stage: a tensor defined element by element by its region."""
+
+    __slots__ = ()
+    name = "te.compute"
+    OPERANDS = ()
+    RESULTS = ("result",)
+    NUM_REGIONS = 1
+    ATTRS = {"reduce_extents": Attr(INTS, ()), "reducer": Attr(optional(enum(*REDUCERS)), None)}
+    traits = frozenset({SINGLE_BLOCK})
+
+    @classmethod
+    def create(cls, result_type, reduce_extents=(), reducer=None, names=None, reduce_names=None, loc=None):
+        """A compute with an empty body; fill it, ending with te.yield."""
+        from ...ir.core import Block, Region
+        from ...ir.location import UNKNOWN
+        rank = len(result_type.shape)
+        n = rank + len(reduce_extents)
+        names = list(names or [f"i{d}" for d in range(rank)])
+        names += list(reduce_names or [f"k{d}" for d in range(len(reduce_extents))])
+        block = Block([T.index] * n, names)
+        attrs = {"reduce_extents": tuple(reduce_extents), "reducer": reducer}
+        return cls((), (result_type,), attrs, [Region([block])], loc or UNKNOWN)
+
+    @property
+    def tensor_type(self) -> T.TensorType:
+        return self.results[0].type
+
+    @property
+    def rank(self):
+        return len(self.results[0].type.shape)
+
+    @property
+    def spatial_axes(self):
+        """The index arguments of the spatial axes, one per result dimension."""
+        return self.body.args[:self.rank]
+
+    @property
+    def reduce_axes(self):
+        return self.body.args[self.rank:]
+
+    @property
+    def reducer(self):
+        return self.attributes.get("reducer")
+
+    @property
+    def reduce_extents(self):
+        return tuple(self.attributes.get("reduce_extents", ()))
+
+    @property
+    def extents(self):
+        """Extents of every index argument: the result shape, then the reduce extents."""
+        return tuple(self.results[0].type.shape) + self.reduce_extents
+
+    @property
+    def yielded(self):
+        return self.body.last.operands[0]
+
+    def verify_(self):
+        t = self.results[0].type
+        if not isinstance(t, T.TensorType) or not t.is_static:
+            raise self.error(f"result must be a tensor of static shape, got {t}")
+        rext = self.reduce_extents
+        if any(type(e) is not int or e < 1 for e in rext):
+            raise self.error(f"reduce extents must be positive integers, got {list(rext)}")
+        if bool(rext) != (self.reducer is not None):
+            raise self.error("a reducer and reduce axes go together" if rext
+                             else f"reducer \"{self.reducer}\" needs reduce axes")
+        args = self.body.args
+        if len(args) != t.rank + len(rext) or any(a.type is not T.index for a in args):
+            raise self.error(f"body takes {t.rank} spatial and {len(rext)} reduce index arguments")
+        last = self.body.last
+        if last is None or last.name != "te.yield":
+            raise self.error("body must end with 'yield'")
+        if last.operands[0].type is not t.element_type:
+            raise last.error(f"yields {last.operands[0].type} but the tensor holds {t.element_type}")
+
+    def print_custom(self, p):
+        p.push_scope(isolated=False)   # the axes' names belong to this compute
+        try:
+            self._print_body(p)
+        finally:
+            p.pop_scope()
+
+    def _print_body(self, p):
+        args = p.define_block_args(self.body)
+        rank = self.rank
+        p.write("te.compute [" + ", ".join(args[:rank]) + "]")
+        if self.reduce_extents:
+            axes = ", ".join(f"{n}: {e}" for n, e in zip(args[rank:], self.reduce_extents))
+            p.write(f' reduce [{axes}] "{self.reducer}"')
+        p.write(f" : {self.results[0].type}")
+        rest = {k: v for k, v in self.attributes.items() if k not in self.ATTRS}
+        if rest:
+            p.write(" attributes " + p.attr_dict(rest))
+        p.write(" ")
+        p.print_region(self.region)
+
+
+def _check_indices(op, tensor, indices, what):
+    t = tensor.type
+    if not isinstance(t, T.TensorType):
+        raise op.error(f"{what} a {t}, not a tensor")
+    if len(indices) != t.rank:
+        raise op.error(f"gives {len(indices)} indices for a rank-{t.rank} tensor")
+    for v in indices:
+        if v.type is not T.index:
+            raise op.error(f"indices must be index values, got {v.type}")
+    return t
+
+
+class ReadOp(Operation):
+    """``te.read %A[idx] : T``, or guarded: operands end with an i1
+    condition and the ``else_value`` attribute is the value where it fails.
+    Not Pure: after scheduling it reads storage that te.write changes."""
+
+    __slots__ = ()
+    name = "te.read"
+    OPERANDS = ("tensor", "*indices")
+    RESULTS = ("result",)
+    ATTRS = {"else_value": Attr(optional(FLOAT), None)}
+
+    @property
+    def guarded(self) -> bool:
+        return self.attributes.get("else_value") is not None
+
+    @property
+    def tensor(self):
+        return self.operands[0]
+
+    @property
+    def indices(self):
+        return self.operands[1:-1] if self.guarded else self.operands[1:]
+
+    @property
+    def condition(self):
+        return self.operands[-1] if self.guarded else None
+
+    def verify_(self):
+        t = _check_indices(self, self.operands[0], self.indices, "reads")
+        if self.results[0].type is not t.element_type:
+            raise self.error(f"result type {self.results[0].type} is not the element type {t.element_type}")
+        if self.guarded and self.operands[-1].type is not T.i1:
+            raise self.error(f"guard must be i1, got {self.operands[-1].type}")
+
+    def print_custom(self, p):
+        from ...ir.attributes import print_attr
+        p.write(f"te.read {p.value(self.tensor)}[{p.values(self.indices)}]")
+        if self.guarded:
+            ev = self.attributes["else_value"]
+            p.write(f" if {p.value(self.condition)} else {print_attr(ev)}")
+        p.write(f" : {self.results[0].type}")
+
+
+class WriteOp(Operation):
+    """``te.write %v, %T[idx] : f32``: store into realized storage."""
+
+    __slots__ = ()
+    name = "te.write"
+    OPERANDS = ("value", "tensor", "*indices")
+    RESULTS = ()
+
+    def verify_(self):
+        v, t, *idx = self.operands
+        tt = _check_indices(self, t, idx, "writes")
+        if v.type is not tt.element_type:
+            raise self.error(f"writes a {v.type} into a tensor of {tt.element_type}")
+        d = t.defining_op()
+        if d is None or d.name != "te.realize":
+            raise self.error("writes only into storage made by te.realize")
+
+    def print_custom(self, p):
+        v, t, *idx = self.operands
+        p.write(f"te.write {p.value(v)}, {p.value(t)}[{p.values(idx)}] : {v.type}")
+
+
+class RealizeOp(Operation):
+    """``%T = te.realize : tensor<...>``: storage for a scheduled stage."""
+
+    __slots__ = ()
+    name = "te.realize"
+    OPERANDS = ()
+    RESULTS = ("result",)
+
+    def verify_(self):
+        t = self.results[0].type
+        if not isinstance(t, T.TensorType) or not t.is_static:
+            raise self.error(f"realizes a tensor of static shape, got {t}")
+
+    def print_custom(self, p):
+        p.write(f"te.realize : {self.results[0].type}")
+
+
+class IntrinOp(Operation):
+    __slots__ = ()
+    name = "te.intrin"
+    OPERANDS = ("*args",)
+    RESULTS = ("result",)
+    ATTRS = {"intrin": Attr(STR)}
+    traits = frozenset({PURE})
+
+    def verify_(self):
+        name = self.attributes["intrin"]
+        arity = INTRINSICS.get(name)
+        if arity is None:
+            raise self.error(f"unknown intrinsic '{name}' (known: {', '.join(INTRINSICS)})")
+        if len(self.operands) != arity:
+            raise self.error(f"'{name}' takes {arity} argument(s), got {len(self.operands)}")
+        t = self.results[0].type
+        if not T.is_float(t):
+            raise self.error(f"'{name}' computes on floats, got {t}")
+        for v in self.operands:
+            if v.type is not t:
+                raise self.error(f"argument type {v.type} differs from the result type {t}")
+
+    def print_custom(self, p):
+        p.write(f'te.intrin "{self.attributes["intrin"]}"({p.values(self.operands)}) : {self.results[0].type}')
+

@@ -1,0 +1,149 @@
+"""Parse callbacks for te.lark."""
+
+from __future__ import annotations
+
+import re
+
+from lark import Token
+
+from ...ir import types as T
+from ...ir.core import OpResult
+from ...ir.registry import get_op_class
+from .ops import ComputeOp, FuncOp, IntrinOp, ReadOp, RealizeOp, ReturnOp, WriteOp, YieldOp
+from .schedule_ops import AXIS
+
+GRAMMAR = "te.lark"
+OP_RULES = ["te_func", "te_compute", "te_read", "te_write", "te_realize", "te_intrin", "te_schedule"]
+
+_NAME = re.compile(r"%[A-Za-z0-9_$.\-]+(#[0-9]+)?")
+
+# results each schedule op makes; te.axes makes one per axis of its stage
+_RESULT_COUNT = {"te.split": 2, "te.fuse": 1, "te.tile": 4}
+
+
+def _symbol(tok):
+    s = tok[1:]
+    return s[1:-1] if s.startswith('"') else s
+
+
+class Syntax:
+    def te_param(self, c):
+        return (c[0], c[1])
+
+    def te_results(self, c):
+        return list(c)
+
+    def te_func_header(self, c):
+        tok, sym = c[0], c[1]
+        params, rets, attrs = [], None, {}
+        for x in c[2:]:
+            if type(x) is tuple:
+                params.append(x)
+            elif type(x) is list:
+                rets = x
+            elif isinstance(x, dict):
+                attrs = dict(x)
+        self.open_op(isolated=True, args=params, terminators={"return": ReturnOp})
+        attrs["sym_name"] = _symbol(sym)
+        return (tok, [t for _, t in params], rets, attrs)
+
+    def te_func(self, c):
+        self.close_op()
+        (tok, ins, rets, attrs), region = c
+        if rets is None:
+            last = region.blocks[0].last
+            rets = [v.type for v in last.operands] if last is not None and last.name == "te.return" else []
+        attrs["function_type"] = T.FunctionType(ins, rets)
+        return self.make_op(FuncOp, (), (), attrs, [region], tok)
+
+    # -- computes ------------------------------------------------------------------
+
+    def te_reduce_axis(self, c):
+        return (c[0], int(c[1], 0))
+
+    def te_reduce(self, c):
+        _, *axes, reducer = c
+        return (axes, reducer)
+
+    def te_compute_header(self, c):
+        tok, idx = c[0], c[1]
+        axes, reducer, t, attrs = [], None, None, {}
+        for x in c[2:]:
+            if type(x) is tuple:
+                axes, reducer = x
+            elif isinstance(x, T.Type):
+                t = x
+            elif isinstance(x, dict):
+                attrs = dict(x)
+        names = [Token("VALUE", m.group(0), line=idx.line, column=idx.column + m.start())
+                 for m in _NAME.finditer(idx)]
+        if not isinstance(t, T.TensorType):
+            raise self.err(tok, f"te.compute makes a tensor, not {t}")
+        if len(names) != t.rank:
+            raise self.err(idx, f"{len(names)} index name(s) for a rank-{t.rank} tensor {t}")
+        args = [(n, T.index) for n in names] + [(n, T.index) for n, _ in axes]
+        self.open_op(args=args, terminators={"yield": YieldOp})
+        if reducer is not None:
+            attrs["reducer"] = reducer[1:-1]
+        attrs["reduce_extents"] = tuple(e for _, e in axes)
+        return (tok, t, attrs)
+
+    def te_compute(self, c):
+        self.close_op()
+        (tok, t, attrs), region = c
+        return self.make_op(ComputeOp, (), [t], attrs, [region], tok)
+
+    # -- element access ----------------------------------------------------------
+
+    def te_guard(self, c):
+        cond, lit = c
+        s = str(lit)
+        v = float(int(s, 0)) if lit.type == "INT" else float(s)
+        return (self.use(cond), v)
+
+    def te_read(self, c):
+        tok, tensor, idx = c[0], c[1], c[2]
+        operands = [self.use(tensor)] + self.uses_in(idx)
+        attrs = None
+        if len(c) == 5:
+            cond, v = c[3]
+            operands.append(cond)
+            attrs = {"else_value": v}
+        return self.make_op(ReadOp, operands, [c[-1]], attrs, (), tok)
+
+    def te_write(self, c):
+        tok, val, tensor, idx, t = c
+        v = self.use(val)
+        if v.type is not t:
+            raise self.err(val, f"'{val}' has type {v.type}, not {t}")
+        return self.make_op(WriteOp, [v, self.use(tensor)] + self.uses_in(idx), (), None, (), tok)
+
+    def te_realize(self, c):
+        tok, t = c
+        return self.make_op(RealizeOp, (), [t], None, (), tok)
+
+    def te_intrin(self, c):
+        tok, name, vals, t = c
+        return self.make_op(IntrinOp, self.uses_in(vals), [t], {"intrin": name[1:-1]}, (), tok)
+
+    # -- schedules -----------------------------------------------------------------
+
+    def te_schedule(self, c):
+        tok = c[0]
+        cls = get_op_class(str(tok))
+        attrs = {}
+        operands = []
+        for x in c[1:]:
+            if isinstance(x, dict):
+                attrs = x
+            else:
+                operands.append(self.use(x))
+        n = _RESULT_COUNT.get(cls.name, 0)
+        if cls.name == "te.axes":
+            d = operands[0].defining_op() if operands else None
+            if not isinstance(d, ComputeOp):
+                raise self.err(c[1], f"te.axes needs a stage (the result of a te.compute), '{c[1]}' is not one")
+            n = len(d.extents)
+        op = self.make_op(cls, operands, (), attrs, (), tok)
+        op.results = [OpResult(AXIS, op, i) for i in range(n)]
+        return op
