@@ -78,7 +78,12 @@ PASSES: dict[str, tuple[str, str, str]] = {
     # tir
     "tir-simplify": ("tvmd.dialects.tir.passes.simplify", "Simplify",
                      "fold constants and simplify index arithmetic in tir"),
+    # failure paths of the pass manager, for its tests (not listed in --help)
+    "test-fail": ("tvmd.ir.test_passes", "TestFail", "report an error at the first op"),
+    "test-crash": ("tvmd.ir.test_passes", "TestCrash", "raise an internal error"),
 }
+
+HIDDEN_PASSES = frozenset({"test-fail", "test-crash"})
 
 # -O presets: pass lists in TVM's order
 PRESETS = {

@@ -54,21 +54,24 @@ VALUE_FLAGS = {"--pass-pipeline", "-p", "--print-ir-before", "--print-ir-after",
 
 
 def print_help(out):
-    from ..ir.registry import PASSES, PRESETS
+    from ..ir.registry import HIDDEN_PASSES, PASSES, PRESETS
     out.write(USAGE + "\n\n")
     out.write("Runs passes over tvmd IR (relay, te, tir, arith) and prints the result.\n\n")
     out.write(FLAGS_HELP)
     out.write("\npasses (tvm-opt --list-passes shows their options):\n")
     for name, (_, _, summary) in PASSES.items():
-        out.write(f"  --{name:<24} {summary}\n")
+        if name not in HIDDEN_PASSES:
+            out.write(f"  --{name:<24} {summary}\n")
     out.write("\npresets: " + ", ".join(f"-{k}: {','.join(v) or '(none)'}" for k, v in PRESETS.items()) + "\n")
 
 
 def list_passes(out):
     import dataclasses
 
-    from ..ir.registry import PASSES, get_pass_class
+    from ..ir.registry import HIDDEN_PASSES, PASSES, get_pass_class
     for name, (_, _, summary) in PASSES.items():
+        if name in HIDDEN_PASSES:
+            continue
         out.write(f"{name}\n    {summary}\n")
         cls = get_pass_class(name)
         for fname, typ, f in cls.option_fields():
