@@ -126,18 +126,21 @@ def bias_add(e, op, args):
 
 # -- reductions ---------------------------------------------------------------------------
 
-def _tensor(op, arg, what):
+def _tensor(e, arg, what):
+    """`arg` as a tensor: a splat constant (fuse-ops clones one-element
+    constants into kernels) becomes a stage that fills it, which the
+    default schedule inlines."""
     if isinstance(arg, Scalar):
-        arg = None
-    if arg is None:
-        raise op.error(f"te lowering needs the {what} as a tensor, not a splat constant")
+        et = arg.type.element_type
+        return compute(e, arg.type, lambda e, *idx: e.const(arg.value, et),
+                       names=axis_names(arg.type.rank), name=f"{what}_splat")
     return arg
 
 
 @strategy("nn.dense")
 def dense(e, op, args):
     t = out_type(op)
-    x, w = _tensor(op, args[0], "data"), _tensor(op, args[1], "weight")
+    x, w = _tensor(e, args[0], "data"), _tensor(e, args[1], "weight")
     k = x.type.shape[-1]
     ot = t.element_type
 
@@ -154,7 +157,7 @@ def dense(e, op, args):
 @strategy("nn.conv2d")
 def conv2d(e, op, args):
     t = out_type(op)
-    x, w = _tensor(op, args[0], "data"), _tensor(op, args[1], "weight")
+    x, w = _tensor(e, args[0], "data"), _tensor(e, args[1], "weight")
     a = op.attributes
     dl, kl, ol = op.layouts()
     ds, ks = dl.primal_shape(x.type.shape), kl.primal_shape(w.type.shape)
@@ -212,7 +215,7 @@ def _pad(e, x, layout, sizes, pt, pl, pb, pr):
 @strategy("layout_transform")
 def layout_transform(e, op, args):
     t = out_type(op)
-    x = _tensor(op, args[0], "data")
+    x = _tensor(e, args[0], "data")
     src, dst = op.layouts()
 
     def body(e, *idx):
