@@ -17,12 +17,13 @@ defines each op's meaning; interpreters and constant folding call it.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...ir import types as T
+from ...ir.lazy import lazy_module, np_function
 from ...ir.attrkinds import ANY, STR
 from ...ir.core import Attr, Operation
 from ...ir.traits import COMMUTATIVE, PURE
+
+np = lazy_module("numpy")   # parsing and printing never need numpy
 
 
 def _floordiv(a, b):
@@ -85,28 +86,28 @@ def _binary(opname, fn, is_float, commutative=False):
     return cls
 
 
-AddIOp = _binary("arith.addi", np.add, False, True)
-SubIOp = _binary("arith.subi", np.subtract, False)
-MulIOp = _binary("arith.muli", np.multiply, False, True)
+AddIOp = _binary("arith.addi", np_function("add"), False, True)
+SubIOp = _binary("arith.subi", np_function("subtract"), False)
+MulIOp = _binary("arith.muli", np_function("multiply"), False, True)
 DivSIOp = _binary("arith.divsi", _truncdiv, False)
 RemSIOp = _binary("arith.remsi", _truncrem, False)
 FloorDivSIOp = _binary("arith.floordivsi", _floordiv, False)
 FloorModSIOp = _binary("arith.floormodsi", _floormod, False)
-MaxSIOp = _binary("arith.maxsi", np.maximum, False, True)
-MinSIOp = _binary("arith.minsi", np.minimum, False, True)
-AndIOp = _binary("arith.andi", np.bitwise_and, False, True)
-OrIOp = _binary("arith.ori", np.bitwise_or, False, True)
-XOrIOp = _binary("arith.xori", np.bitwise_xor, False, True)
-ShLIOp = _binary("arith.shli", np.left_shift, False)
-ShRSIOp = _binary("arith.shrsi", np.right_shift, False)
-AddFOp = _binary("arith.addf", np.add, True, True)
-SubFOp = _binary("arith.subf", np.subtract, True)
-MulFOp = _binary("arith.mulf", np.multiply, True, True)
-DivFOp = _binary("arith.divf", np.divide, True)
-RemFOp = _binary("arith.remf", np.fmod, True)
-MaximumFOp = _binary("arith.maximumf", np.maximum, True, True)
-MinimumFOp = _binary("arith.minimumf", np.minimum, True, True)
-PowFOp = _binary("arith.powf", np.power, True)
+MaxSIOp = _binary("arith.maxsi", np_function("maximum"), False, True)
+MinSIOp = _binary("arith.minsi", np_function("minimum"), False, True)
+AndIOp = _binary("arith.andi", np_function("bitwise_and"), False, True)
+OrIOp = _binary("arith.ori", np_function("bitwise_or"), False, True)
+XOrIOp = _binary("arith.xori", np_function("bitwise_xor"), False, True)
+ShLIOp = _binary("arith.shli", np_function("left_shift"), False)
+ShRSIOp = _binary("arith.shrsi", np_function("right_shift"), False)
+AddFOp = _binary("arith.addf", np_function("add"), True, True)
+SubFOp = _binary("arith.subf", np_function("subtract"), True)
+MulFOp = _binary("arith.mulf", np_function("multiply"), True, True)
+DivFOp = _binary("arith.divf", np_function("divide"), True)
+RemFOp = _binary("arith.remf", np_function("fmod"), True)
+MaximumFOp = _binary("arith.maximumf", np_function("maximum"), True, True)
+MinimumFOp = _binary("arith.minimumf", np_function("minimum"), True, True)
+PowFOp = _binary("arith.powf", np_function("power"), True)
 
 BINARY_OPS = [c for c in list(globals().values()) if isinstance(c, type) and issubclass(c, BinaryOp)
               and c is not BinaryOp]
@@ -117,7 +118,7 @@ class NegFOp(ArithOp):
     name = "arith.negf"
     OPERANDS = ("operand",)
     RESULTS = ("result",)
-    EVAL = staticmethod(np.negative)
+    EVAL = staticmethod(np_function("negative"))
 
     def infer_types(self):
         return [self.operands[0].type]
@@ -187,9 +188,9 @@ def _unsigned(fn):
 
 
 CMPI_PREDICATES = {
-    "eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal,
-    "sgt": np.greater, "sge": np.greater_equal, "ult": _unsigned(np.less), "ule": _unsigned(np.less_equal),
-    "ugt": _unsigned(np.greater), "uge": _unsigned(np.greater_equal),
+    "eq": np_function("equal"), "ne": np_function("not_equal"), "slt": np_function("less"), "sle": np_function("less_equal"),
+    "sgt": np_function("greater"), "sge": np_function("greater_equal"), "ult": _unsigned(np_function("less")), "ule": _unsigned(np_function("less_equal")),
+    "ugt": _unsigned(np_function("greater")), "uge": _unsigned(np_function("greater_equal")),
 }
 
 
@@ -206,10 +207,10 @@ def _unordered(fn):
 # numpy's comparisons are false on NaN, which is right for the ordered
 # predicates except `one`; the unordered ones must be true on NaN.
 CMPF_PREDICATES = {
-    "oeq": np.equal, "one": _ordered(np.not_equal), "olt": np.less, "ole": np.less_equal,
-    "ogt": np.greater, "oge": np.greater_equal, "ueq": _unordered(np.equal), "une": np.not_equal,
-    "ult": _unordered(np.less), "ule": _unordered(np.less_equal), "ugt": _unordered(np.greater),
-    "uge": _unordered(np.greater_equal),
+    "oeq": np_function("equal"), "one": _ordered(np_function("not_equal")), "olt": np_function("less"), "ole": np_function("less_equal"),
+    "ogt": np_function("greater"), "oge": np_function("greater_equal"), "ueq": _unordered(np_function("equal")), "une": np_function("not_equal"),
+    "ult": _unordered(np_function("less")), "ule": _unordered(np_function("less_equal")), "ugt": _unordered(np_function("greater")),
+    "uge": _unordered(np_function("greater_equal")),
 }
 
 
@@ -265,7 +266,7 @@ class SelectOp(ArithOp):
     name = "arith.select"
     OPERANDS = ("condition", "true_value", "false_value")
     RESULTS = ("result",)
-    EVAL = staticmethod(np.where)
+    EVAL = staticmethod(np_function("where"))
 
     def infer_types(self):
         return [self.operands[1].type]

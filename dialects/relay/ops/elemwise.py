@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ....ir import types as T
+from ....ir.lazy import lazy_module, np_function
 from .base import OpPattern, RelayOp, broadcast_shapes, same_dtype, tensor_type
 from ....ir.traits import COMMUTATIVE, PURE
+
+np = lazy_module("numpy")   # parsing and printing never need numpy
 
 
 class BinaryBroadcastOp(RelayOp):
@@ -66,15 +67,15 @@ def _divide(a, b):
     return np.divide(a, b)
 
 
-AddOp = _binary("add", np.add, True)
-SubtractOp = _binary("subtract", np.subtract)
-MultiplyOp = _binary("multiply", np.multiply, True)
+AddOp = _binary("add", np_function("add"), True)
+SubtractOp = _binary("subtract", np_function("subtract"))
+MultiplyOp = _binary("multiply", np_function("multiply"), True)
 DivideOp = _binary("divide", _divide)
-MaximumOp = _binary("maximum", np.maximum, True)
-MinimumOp = _binary("minimum", np.minimum, True)
+MaximumOp = _binary("maximum", np_function("maximum"), True)
+MinimumOp = _binary("minimum", np_function("minimum"), True)
 
 ReluOp = _unary("nn.relu", lambda a: np.maximum(a, np.zeros((), a.dtype)))
-NegativeOp = _unary("negative", np.negative)
-ExpOp = _unary("exp", np.exp, True)
+NegativeOp = _unary("negative", np_function("negative"))
+ExpOp = _unary("exp", np_function("exp"), True)
 SigmoidOp = _unary("sigmoid", lambda a: 1 / (1 + np.exp(-a)), True)
-TanhOp = _unary("tanh", np.tanh, True)
+TanhOp = _unary("tanh", np_function("tanh"), True)

@@ -11,13 +11,15 @@ OIHW / HWIO / OHWI for the kernel.
 
 from __future__ import annotations
 
-import numpy as np
+from ....ir.lazy import lazy_module
 
 from ....ir import types as T
 from ....ir.attrkinds import INT, STR, ints, optional
 from ....ir.core import Attr
 from ..layouts import Layout, LayoutError, convert_array
 from .base import OpPattern, RelayOp, out_dtype, same_dtype, tensor_type
+
+np = lazy_module("numpy")   # parsing and printing never need numpy
 
 
 class DenseOp(RelayOp):
