@@ -150,6 +150,15 @@ class CoreBuilder:
                 self.use(sub_token(tok, m.start(), m.group(0)))
         return out
 
+    def _defined_outside(self, name) -> bool:
+        ctxs = self.ctx
+        for i in range(len(ctxs) - 1, 0, -1):
+            if ctxs[i].isolated:
+                return False
+            if name in ctxs[i - 1].names:
+                return True
+        return False
+
     def define(self, tok, value: Value):
         name = tok[1:]
         if "#" in name:
@@ -220,6 +229,15 @@ class CoreBuilder:
     def bind_results(self, tok, op):
         """``%a, %b =`` or ``%r:2 =``: name the op's results."""
         results = op.results
+        if len(results) == 1 and "," not in tok and ":" not in tok:
+            # the common case, `%x =`, without a regex or a token per name
+            name = tok[1:-1].rstrip()
+            names = self.ctx[-1].names
+            if name not in names and not self._defined_outside(name):
+                names[name] = results[0]
+                if not name[0].isdigit():
+                    results[0].name = name
+                return
         items = [(m.group(1), int(m.group(2)) if m.group(2) else None, m.start())
                  for m in _RESULT_NAME.finditer(tok)]
         total = sum(1 if n is None else n for _, n, _ in items)

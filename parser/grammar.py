@@ -78,8 +78,10 @@ class Parser:
         callbacks = {n: self.depth.open for n in _OPEN}
         callbacks.update({n: self.depth.close for n in _CLOSE})
         self.text = grammar_text(mods)
+        from .lexer import FastContextualLexer
         self.lark = Lark(self.text, parser="lalr", lexer="contextual", transformer=self.builder,
-                         maybe_placeholders=False, cache=True, lexer_callbacks=callbacks)
+                         maybe_placeholders=False, cache=True, lexer_callbacks=callbacks,
+                         _plugins={"ContextualLexer": FastContextualLexer})
         self.terminals = {t.name: t for t in self.lark.terminals}
 
     def parse(self, text: str, filename: str, line_offset=0, resources=None, allow_unregistered=False):
