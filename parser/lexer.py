@@ -61,7 +61,9 @@ class FastContextualLexer(Lexer):
         self.terminals = list(conf.terminals)
         self.by_name = {t.name: t for t in self.terminals}
         ignore = [self.by_name[n].pattern.to_regexp() for n in conf.ignore]
-        self.ignore_re = "(?:" + "|".join(f"(?:{p})" for p in ignore) + ")*" if ignore else ""
+        # Atomic and possessive: the regex must never backtrack into the
+        # middle of a comment or a run of blanks and read a token there.
+        self.ignore_re = "(?:" + "|".join(f"(?>{p})" for p in ignore) + ")*+" if ignore else ""
         self.ignore_only = re.compile(self.ignore_re + r"\Z") if ignore else re.compile(r"\Z")
         self.callbacks = dict(conf.callbacks or {})
         self.states = {s: frozenset(a) | frozenset(always_accept) for s, a in states.items()}

@@ -224,3 +224,13 @@ def test_mutated_input_never_crashes(text):
         return
     out = print_module(m)
     assert print_module(parse_module(out)) == out
+
+
+def test_comments_never_become_tokens():
+    """A comment between any two lines, holding text that would lex as
+    tokens (found: the lexer backtracked into '// ...Traceback')."""
+    noise = "// Traceback raceback %x @y { } ( ) : f32 tensor<4xf32> \"s\" -> return"
+    for seed in SEEDS:
+        lines = seed.split("\n")
+        commented = "\n".join(x for line in lines for x in (line, noise)) + "\n" + noise
+        assert print_module(parse_module(commented)) == seed
