@@ -305,6 +305,10 @@ class Driver:
         m = parse_module(chunk, self.fname, line0, allow_unregistered="--allow-unregistered-dialect" in self.o.flags,
                          external=external)
         self.timings.append(("Parser", time.perf_counter() - t0))
+        # The parsed IR lives until the process exits: keep the cyclic GC
+        # from rescanning it on every collection the passes trigger.
+        import gc
+        gc.freeze()
         return m
 
     def pass_manager(self, passes):
