@@ -74,3 +74,83 @@ def write_atomic_bytes(path: str, data: bytes):
         except OSError:
             pass
         raise
+
+
+# -- what every tool driver shares -----------------------------------------------
+
+def take_value(argv, i, name, eq, value, cl):
+    """The value of ``--flag=value`` or ``--flag value`` at argv[i]:
+    returns (value, index of its argument, offset in it, next index)."""
+    if eq:
+        return value, i, len(name) + 1, i + 1
+    if i + 1 >= len(argv):
+        raise cl.error(i, f"'{name}' needs a value")
+    return argv[i + 1], i + 1, 0, i + 2
+
+
+class ToolDriver:
+    """The command line as a diagnostic source, reporting, reading inputs."""
+
+    PROG = ""
+
+    def __init__(self, argv):
+        from ..ir.diagnostics import SourceManager
+        self.argv = argv
+        self.sources = SourceManager()
+        self.cl = CommandLine(self.PROG, argv)
+        self.sources.add(CommandLine.NAME, self.cl.text)
+
+    def report(self, diag_error):
+        import sys
+
+        from ..ir.diagnostics import render
+        for d in diag_error.diagnostics:
+            sys.stderr.write(render(d, self.sources) + "\n")
+
+    def read_input(self, path, arg_index):
+        """(name, text) of an input file, '-' for stdin; a file that cannot be
+        read is reported at its place on the command line."""
+        from ..ir.diagnostics import DiagnosticError
+        from ..parser import read_source
+        try:
+            name, text = read_source(path)
+        except DiagnosticError as e:
+            if e.loc.file_line_col() is None and arg_index is not None:
+                raise self.cl.error(arg_index, e.diagnostics[0].message) from None
+            raise
+        self.sources.add(name, text)
+        return name, text
+
+
+def tool_main(driver_cls, argv=None) -> int:
+    """Run a tool's driver: a deep recursion limit for deep IR, and quiet
+    exits on Ctrl-C and on a closed output pipe."""
+    import os
+    import sys
+    if argv is None:
+        argv = sys.argv[1:]
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+    try:
+        return driver_cls(argv).run()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 1
+
+
+def report_internal_error(exc, what="internal error"):
+    """A bug, not a user error: one line saying where, and the traceback
+    only when TVMD_DEBUG is set."""
+    import os
+    import sys
+    import traceback
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno} ({tb[-1].name})" if tb else ""
+    sys.stderr.write(f"error: {what}: {type(exc).__name__}: {exc}{where}\n")
+    if os.environ.get("TVMD_DEBUG"):
+        traceback.print_exception(exc, file=sys.stderr)

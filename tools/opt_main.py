@@ -8,8 +8,9 @@ parser, numpy or any pass.
 
 from __future__ import annotations
 
-import os
 import sys
+
+from .cmdline import ToolDriver, report_internal_error, take_value, tool_main
 
 USAGE = "usage: tvm-opt [file|-] [--PASS[=options] ...] [--pass-pipeline='...'] [-O0..-O3] [-o out]"
 
@@ -124,16 +125,10 @@ def parse_args(argv, cl):
             i += 1
             continue
         if name in VALUE_FLAGS:
-            vi, voff = i, len(name) + 1
-            if not eq:
-                if name == "--verify-each":
-                    value = "true"
-                else:
-                    if i + 1 >= n:
-                        raise cl.error(i, f"'{name}' needs a value")
-                    i += 1
-                    value, vi, voff = argv[i], i, 0
-            i += 1
+            if name == "--verify-each" and not eq:
+                value, vi, voff, i = "true", i, 0, i + 1
+            else:
+                value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
             if name in ("-o", "--output"):
                 o.output, o.output_index = value, vi
             elif name in ("--pass-pipeline", "-p"):
@@ -204,23 +199,16 @@ def split_chunks(text):
     return chunks
 
 
-class Driver:
+class Driver(ToolDriver):
+    PROG = "tvm-opt"
+
     def __init__(self, argv):
-        from ..ir.diagnostics import SourceManager
-        self.argv = argv
-        self.cl = None
-        self.sources = SourceManager()
+        super().__init__(argv)
         self.err = sys.stderr
         self.timings = []
         self.stats = {}
 
-    def report(self, diag_error):
-        from ..ir.diagnostics import render
-        for d in diag_error.diagnostics:
-            self.err.write(render(d, self.sources) + "\n")
-
     def run(self) -> int:
-        from .cmdline import CommandLine
         argv = self.argv
         if any(a in ("--help", "-h") for a in argv):
             print_help(sys.stdout)
@@ -229,28 +217,19 @@ class Driver:
             from .. import __version__
             sys.stdout.write(f"tvm-opt (tvmd) {__version__}\n")
             return 0
-        self.cl = cl = CommandLine("tvm-opt", argv)
-        self.sources.add(cl.NAME, cl.text)
         from ..ir.diagnostics import DiagnosticError
         try:
-            o = parse_args(argv, cl)
+            o = parse_args(argv, self.cl)
             if "--list-passes" in o.flags:
                 list_passes(sys.stdout)
                 return 0
-            passes, _ = build_passes(o, cl)
-            from ..parser import read_source
-            try:
-                fname, text = read_source(o.input or "-")
-            except DiagnosticError as e:
-                if e.loc.file_line_col() is None and o.input_index is not None:
-                    raise cl.error(o.input_index, e.diagnostics[0].message) from None
-                raise
+            passes, _ = build_passes(o, self.cl)
+            fname, text = self.read_input(o.input or "-", o.input_index)
         except DiagnosticError as e:
             self.report(e)
             return 1
         self.o = o
         self.fname = fname
-        self.sources.add(fname, text)
         return self.process(text, passes)
 
     def process(self, text, passes) -> int:
@@ -391,12 +370,7 @@ class Driver:
             self.err.write(f"error: internal error: pass '{f.pass_.NAME}' produced IR that does not verify:\n")
             self.report(exc.diag_error)
         else:
-            import traceback
-            tb = traceback.extract_tb(exc.__traceback__)
-            where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno} ({tb[-1].name})" if tb else ""
-            self.err.write(f"error: internal error in pass '{f.pass_.NAME}': {type(exc).__name__}: {exc}{where}\n")
-            if os.environ.get("TVMD_DEBUG"):
-                traceback.print_exception(exc, file=self.err)
+            report_internal_error(exc, f"internal error in pass '{f.pass_.NAME}'")
         module = None
         if internal or self.o.crash_reproducer:
             try:
@@ -552,20 +526,7 @@ def match_expectation(d, expects, fname):
 
 
 def main(argv=None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
-    try:
-        return Driver(argv).run()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
-    except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        return 1
+    return tool_main(Driver, argv)
 
 
 if __name__ == "__main__":

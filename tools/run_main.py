@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .cmdline import ToolDriver, report_internal_error, take_value, tool_main
+
 USAGE = ("usage: tvm-run lowered.mlir [--input NAME=FILE.npy ...] [--random-inputs] [--seed N] "
          "[--reference model.relay] [--rtol R] [--atol A] [--output-dir D] [--target T] [--entry main]")
 
@@ -76,13 +78,7 @@ def parse_args(argv, cl):
             continue
         if name not in VALUE_FLAGS:
             raise cl.error(i, f"unknown option '{name}'")
-        vi, voff = i, len(name) + 1
-        if not eq:
-            if i + 1 >= n:
-                raise cl.error(i, f"'{name}' needs a value")
-            i += 1
-            value, vi, voff = argv[i], i, 0
-        i += 1
+        value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
         if name == "--input":
             k, sep, path = value.partition("=")
             if not sep or not k or not path:
@@ -124,28 +120,16 @@ def _type_text(a):
     return str(TensorType(a.shape, from_numpy_dtype(a.dtype)))
 
 
-class Driver:
+class Driver(ToolDriver):
+    PROG = "tvm-run"
+
     def __init__(self, argv):
-        from ..ir.diagnostics import SourceManager
-        self.argv = argv
-        self.sources = SourceManager()
+        super().__init__(argv)
         self.out = sys.stdout
 
-    def report(self, e):
-        from ..ir.diagnostics import render
-        for d in e.diagnostics:
-            sys.stderr.write(render(d, self.sources) + "\n")
-
     def load_module(self, path, cl, index):
-        from ..ir.diagnostics import DiagnosticError
-        from ..parser import parse_module, read_source
-        try:
-            fname, text = read_source(path)
-        except DiagnosticError as e:
-            if e.loc.file_line_col() is None and index is not None:
-                raise cl.error(index, e.diagnostics[0].message) from None
-            raise
-        self.sources.add(fname, text)
+        from ..parser import parse_module
+        fname, text = self.read_input(path, index)
         return parse_module(text, fname)
 
     def run(self) -> int:
@@ -154,22 +138,14 @@ class Driver:
             sys.stdout.write(USAGE + "\n\n" + HELP)
             return 0
         from ..ir.diagnostics import DiagnosticError
-        from .cmdline import CommandLine
-        cl = CommandLine("tvm-run", argv)
-        self.sources.add(cl.NAME, cl.text)
         try:
-            o = parse_args(argv, cl)
-            return self.execute(o, cl)
+            o = parse_args(argv, self.cl)
+            return self.execute(o, self.cl)
         except DiagnosticError as e:
             self.report(e)
             return 1
         except Exception as e:   # a bug, or a missing GPU stack: a message, not a traceback
-            import traceback
-            tb = traceback.extract_tb(e.__traceback__)
-            where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
-            sys.stderr.write(f"error: {type(e).__name__}: {e}{where}\n")
-            if os.environ.get("TVMD_DEBUG"):
-                traceback.print_exception(e, file=sys.stderr)
+            report_internal_error(e, "error")
             return 1
 
     def execute(self, o, cl) -> int:
@@ -264,15 +240,7 @@ class Driver:
 
 
 def main(argv=None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    try:
-        return Driver(argv).run()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
-    except BrokenPipeError:
-        return 1
+    return tool_main(Driver, argv)
 
 
 if __name__ == "__main__":

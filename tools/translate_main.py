@@ -12,8 +12,9 @@ not a terminal.  Imports stay inside functions so that ``--help`` is fast.
 
 from __future__ import annotations
 
-import os
 import sys
+
+from .cmdline import ToolDriver, report_internal_error, take_value, tool_main
 
 USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=TARGET] "
          "[-O0..-O3] [-o out]")
@@ -81,13 +82,7 @@ def parse_args(argv, cl):
             i += 1
             continue
         if name in ("--emit", "--target", "-o", "--output"):
-            vi, voff = i, len(name) + 1
-            if not eq:
-                if i + 1 >= n:
-                    raise cl.error(i, f"'{name}' needs a value")
-                i += 1
-                value, vi, voff = argv[i], i, 0
-            i += 1
+            value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
             if name == "--emit":
                 if value not in EMITS:
                     raise cl.error(vi, f"unknown --emit kind '{value}'; expected one of {', '.join(EMITS)}", voff)
@@ -120,16 +115,8 @@ def resolve_target(o, cl):
     return t
 
 
-class Driver:
-    def __init__(self, argv):
-        from ..ir.diagnostics import SourceManager
-        self.argv = argv
-        self.sources = SourceManager()
-
-    def report(self, e):
-        from ..ir.diagnostics import render
-        for d in e.diagnostics:
-            sys.stderr.write(render(d, self.sources) + "\n")
+class Driver(ToolDriver):
+    PROG = "tvm-translate"
 
     def run(self) -> int:
         argv = self.argv
@@ -141,35 +128,22 @@ class Driver:
             sys.stdout.write(f"tvm-translate (tvmd) {__version__}\n")
             return 0
         from ..ir.diagnostics import DiagnosticError
-        from .cmdline import CommandLine
-        cl = CommandLine("tvm-translate", argv)
-        self.sources.add(cl.NAME, cl.text)
+        cl = self.cl
         try:
             o = parse_args(argv, cl)
             target = resolve_target(o, cl)
             if o.emit in BINARY and (o.output is None or o.output == "-") and sys.stdout.isatty():
                 raise cl.error(o.emit_index, f"refusing to write a binary {o.emit} file to a terminal; "
                                              f"use -o FILE or a pipe")
-            from ..parser import parse_module, read_source
-            try:
-                fname, text = read_source(o.input or "-")
-            except DiagnosticError as e:
-                if e.loc.file_line_col() is None and o.input_index is not None:
-                    raise cl.error(o.input_index, e.diagnostics[0].message) from None
-                raise
-            self.sources.add(fname, text)
+            from ..parser import parse_module
+            fname, text = self.read_input(o.input or "-", o.input_index)
             module = parse_module(text, fname)
             result = self.translate(module, fname, o, target, cl)
         except DiagnosticError as e:
             self.report(e)
             return 1
         except Exception as e:   # a bug in a backend: a message, not a traceback
-            import traceback
-            tb = traceback.extract_tb(e.__traceback__)
-            where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
-            sys.stderr.write(f"error: internal error: {type(e).__name__}: {e}{where}\n")
-            if os.environ.get("TVMD_DEBUG"):
-                traceback.print_exception(e, file=sys.stderr)
+            report_internal_error(e)
             return 1
         return self.write(result, o, cl)
 
@@ -225,20 +199,7 @@ class Driver:
 
 
 def main(argv=None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
-    try:
-        return Driver(argv).run()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
-    except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        return 1
+    return tool_main(Driver, argv)
 
 
 if __name__ == "__main__":

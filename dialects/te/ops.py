@@ -30,7 +30,7 @@ from ...ir import types as T
 from ...ir.attrkinds import FLOAT, INTS, STR, TYPE, enum, optional
 from ...ir.core import Attr, Operation
 from ...ir.traits import ISOLATED_FROM_ABOVE, PURE, SINGLE_BLOCK, SYMBOL, TERMINATOR
-from .func_like import print_func_like, verify_func_like
+from ...ir.func_like import print_func_like, verify_func_like
 
 REDUCERS = ("sum", "prod", "max", "min")
 
