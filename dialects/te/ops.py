@@ -34,10 +34,7 @@ from ...ir.func_like import print_func_like, verify_func_like
 
 REDUCERS = ("sum", "prod", "max", "min")
 
-# te.intrin functions: name -> arity (tir.intrin knows the same names)
-INTRINSICS = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1,
-              "fabs": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sin": 1, "cos": 1,
-              "pow": 2}
+from ..tir.ops import INTRINSICS, IntrinOpBase  # noqa: E402  (te lowers to tir; it may use tir)
 
 
 class FuncOp(Operation):
@@ -288,28 +285,10 @@ class RealizeOp(Operation):
         p.write(f"te.realize : {self.results[0].type}")
 
 
-class IntrinOp(Operation):
+class IntrinOp(IntrinOpBase):
+    """``te.intrin "exp"(%x) : f32`` (the checks and the form are tir.intrin's;
+    ``fma`` is left to the targets)."""
+
     __slots__ = ()
     name = "te.intrin"
-    OPERANDS = ("*args",)
-    RESULTS = ("result",)
-    ATTRS = {"intrin": Attr(STR)}
-    traits = frozenset({PURE})
-
-    def verify_(self):
-        name = self.attributes["intrin"]
-        arity = INTRINSICS.get(name)
-        if arity is None:
-            raise self.error(f"unknown intrinsic '{name}' (known: {', '.join(INTRINSICS)})")
-        if len(self.operands) != arity:
-            raise self.error(f"'{name}' takes {arity} argument(s), got {len(self.operands)}")
-        t = self.results[0].type
-        if not T.is_float(t):
-            raise self.error(f"'{name}' computes on floats, got {t}")
-        for v in self.operands:
-            if v.type is not t:
-                raise self.error(f"argument type {v.type} differs from the result type {t}")
-
-    def print_custom(self, p):
-        p.write(f'te.intrin "{self.attributes["intrin"]}"({p.values(self.operands)}) : {self.results[0].type}')
-
+    KNOWN = {k: v for k, v in INTRINSICS.items() if k != "fma"}

@@ -293,26 +293,29 @@ class IfOp(Operation):
             p.print_region(self.regions[1])
 
 
-# math functions tir.intrin knows: name -> (arity, numpy evaluator name)
+# math functions tir.intrin (and te.intrin) know: name -> arity
 INTRINSICS = {
     "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "fabs": 1,
     "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sin": 1, "cos": 1, "pow": 2, "fma": 3,
 }
 
 
-class IntrinOp(Operation):
+class IntrinOpBase(Operation):
+    """``<name> "exp"(%x) : f32``: a math function on floats (or float
+    vectors); te.intrin shares the checks and the form."""
+
     __slots__ = ()
-    name = "tir.intrin"
     OPERANDS = ("*args",)
     RESULTS = ("result",)
     ATTRS = {"intrin": Attr(STR)}
     traits = frozenset({PURE})
+    KNOWN = INTRINSICS
 
     def verify_(self):
         name = self.attributes["intrin"]
-        arity = INTRINSICS.get(name)
+        arity = self.KNOWN.get(name)
         if arity is None:
-            raise self.error(f"unknown intrinsic '{name}' (known: {', '.join(INTRINSICS)})")
+            raise self.error(f"unknown intrinsic '{name}' (known: {', '.join(self.KNOWN)})")
         if len(self.operands) != arity:
             raise self.error(f"'{name}' takes {arity} argument(s), got {len(self.operands)}")
         t = self.results[0].type
@@ -323,7 +326,12 @@ class IntrinOp(Operation):
                 raise self.error(f"argument type {v.type} differs from the result type {t}")
 
     def print_custom(self, p):
-        p.write(f'tir.intrin "{self.attributes["intrin"]}"({p.values(self.operands)}) : {self.results[0].type}')
+        p.write(f'{self.name} "{self.attributes["intrin"]}"({p.values(self.operands)}) : {self.results[0].type}')
+
+
+class IntrinOp(IntrinOpBase):
+    __slots__ = ()
+    name = "tir.intrin"
 
 
 class BarrierOp(Operation):
