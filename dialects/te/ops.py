@@ -31,10 +31,9 @@ from ...ir.attrkinds import FLOAT, INTS, STR, TYPE, enum, optional
 from ...ir.core import Attr, Operation
 from ...ir.traits import ISOLATED_FROM_ABOVE, PURE, SINGLE_BLOCK, SYMBOL, TERMINATOR
 from ...ir.func_like import print_func_like, verify_func_like
+from ..tir.ops import INTRINSICS, IntrinOpBase   # te lowers to tir, so it may use tir's pieces
 
 REDUCERS = ("sum", "prod", "max", "min")
-
-from ..tir.ops import INTRINSICS, IntrinOpBase  # noqa: E402  (te lowers to tir; it may use tir)
 
 
 class FuncOp(Operation):
