@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from lark import Token
 
 from ...ir import types as T
 from ...ir.attributes import SymbolRef
