@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from ...ir import types as T
 from ...ir.attributes import SymbolRef
 from ...ir.core import OP_CLASSES, OpResult
