@@ -88,6 +88,13 @@ def take_value(argv, i, name, eq, value, cl):
     return argv[i + 1], i + 1, 0, i + 2
 
 
+def take_input(o, arg, i, cl, what="input file"):
+    """Record a positional argument as the one input (`o.input`)."""
+    if o.input is not None:
+        raise cl.error(i, f"more than one {what} ('{o.input}' and '{arg}')")
+    o.input, o.input_index = arg, i
+
+
 class ToolDriver:
     """The command line as a diagnostic source, reporting, reading inputs."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .cmdline import ToolDriver, report_internal_error, take_value, tool_main
+from .cmdline import ToolDriver, take_input, report_internal_error, take_value, tool_main
 
 USAGE = ("usage: tvm-run lowered.mlir [--input NAME=FILE.npy ...] [--random-inputs] [--seed N] "
          "[--reference model.relay] [--rtol R] [--atol A] [--output-dir D] [--target T] [--entry main]")
@@ -66,9 +66,7 @@ def parse_args(argv, cl):
     while i < n:
         a = argv[i]
         if a == "-" or not a.startswith("-"):
-            if o.input is not None:
-                raise cl.error(i, f"more than one input module ('{o.input}' and '{a}')")
-            o.input, o.input_index = a, i
+            take_input(o, a, i, cl, "input module")
             i += 1
             continue
         name, eq, value = a.partition("=") if a.startswith("--") else (a, "", "")

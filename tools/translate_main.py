@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from .cmdline import ToolDriver, report_internal_error, take_value, tool_main
+from .cmdline import ToolDriver, take_input, report_internal_error, take_value, tool_main
 
 USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=TARGET] "
          "[-O0..-O3] [-o out]")
@@ -69,9 +69,7 @@ def parse_args(argv, cl):
     while i < n:
         a = argv[i]
         if a == "-" or not a.startswith("-"):
-            if o.input is not None:
-                raise cl.error(i, f"more than one input file ('{o.input}' and '{a}')")
-            o.input, o.input_index = a, i
+            take_input(o, a, i, cl)
             i += 1
             continue
         name, eq, value = a.partition("=")
