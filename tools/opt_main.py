@@ -74,7 +74,11 @@ def list_passes(out):
         if name in HIDDEN_PASSES:
             continue
         out.write(f"{name}\n    {summary}\n")
-        cls = get_pass_class(name)
+        try:
+            cls = get_pass_class(name)
+        except RuntimeError as e:
+            out.write(f"    (internal error: {e})\n")
+            continue
         for fname, typ, f in cls.option_fields():
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else None)

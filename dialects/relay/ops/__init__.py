@@ -1,4 +1,19 @@
-"""Relay operators, one module per family; importing this registers them all."""
+"""Relay operators, one module per family; importing this registers them all.
 
-from . import base, function, elemwise, nn, transform  # noqa: F401
+    elemwise   unary, binary broadcast, comparison, logical, where, clip, cast, activations
+    nn         dense, matmul, batch_matmul, bias_add, softmax, dropout, pad, lrn, ...
+    conv       conv1d, conv2d, conv3d, conv2d_transpose
+    pool       max/avg pools, global and adaptive pools
+    norm       batch_norm, layer_norm, group_norm, instance_norm
+    reduce     sum, mean, max, min, prod, argmax, argmin, variance, std
+    transform  reshape, transpose, concatenate, split, strided_slice, take, layout_transform, ...
+    tensor     arange, zeros, ones, full, shape_of, ...
+    image      resize2d, upsampling
+    qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
+    control    tuples and projections (and control flow, closures, ADTs)
+    function   relay.func, call, return, constant
+"""
+
+from . import (base, function, control, elemwise, nn, conv, pool, norm, reduce,  # noqa: F401
+               transform, tensor, image, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -40,6 +40,46 @@ class RelayOp(Operation):
     RESULTS = ("result",)
     PATTERN = OpPattern.OPAQUE
 
+    # -- layout behaviour, for --convert-layout (TVM's FInferCorrectLayout) --
+    # LAYOUT says what the op does when its data input arrives in another
+    # layout than the one it was written for:
+    #   "elemwise"   works in any layout; the output has the input's layout
+    #                (relu, exp, cast, clip, ...)
+    #   "broadcast"  like elemwise, but every tensor operand must be in that
+    #                layout: a same-rank operand gets a layout_transform, a
+    #                lower-rank or one-element operand is re-laid out
+    #   "axis"       has integer axis attributes (AXIS_ATTRS, an int or a list)
+    #                that are renumbered for a permuted layout (softmax, sum,
+    #                concatenate, bias_add ...); per-axis list attributes are
+    #                permuted by overriding relayout()
+    #   "layout"     takes its layouts as string attributes (LAYOUT_ATTRS, e.g.
+    #                data_layout) and can be rewritten to run in another layout
+    #                (conv2d, max_pool2d, resize2d ...)
+    #   "opaque"     needs its original layout (reshape, dense, ...): a
+    #                transform back is inserted before it
+    LAYOUT = "opaque"
+    AXIS_ATTRS: tuple = ()
+    LAYOUT_ATTRS: tuple = ()
+
+    def relayout(self, perm):
+        """Attributes for running on input permuted by `perm` (new axis i is
+        old axis perm[i]), or None when the op cannot.  The default renumbers
+        AXIS_ATTRS; ops with per-axis lists override it."""
+        if self.LAYOUT not in ("axis", "elemwise", "broadcast"):
+            return None
+        inv = {old: new for new, old in enumerate(perm)}
+        rank = len(perm)
+        out = {}
+        for name in self.AXIS_ATTRS:
+            v = self.attributes.get(name)
+            if v is None:
+                continue
+            if isinstance(v, tuple):
+                out[name] = tuple(inv[a % rank] for a in v)
+            else:
+                out[name] = inv[v % rank]
+        return out
+
     @property
     def op_name(self) -> str:
         """The name as TVM spells it: ``nn.conv2d``."""
