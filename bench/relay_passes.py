@@ -9,7 +9,11 @@ counted.  Printed per size: build time, and the time of --fuse-ops,
 --convert-layout='nn.conv2d=NHWC', and --fold-constant run after
 convert-layout (which then folds one weight transform per layer), each on a
 fresh module, with microseconds per op so that linear scaling shows as a
-flat column.  Not a test: it prints, it never fails.
+flat column.  Then the reference graphs of bench/relay_models.py: op and
+kernel counts of a BERT-base encoder layer (TVM's rules, and with
+reduce-epilogue) and of a ResNet-style CNN after -O3, and the layout
+transforms --convert-layout='nn.conv2d=NHWC' --fold-constant leaves in the
+CNN.  Not a test: it prints, it never fails.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--no-models", action="store_true", help="skip the reference graphs")
     args = ap.parse_args(argv)
     fuse = get_pass_class("fuse-ops")()
     convert = get_pass_class("convert-layout").from_options("nn.conv2d=NHWC")
@@ -80,6 +85,40 @@ def main(argv=None):
         assert ctx.stats["fold-constant"]["ops-folded"] == n // 4   # one weight transform per layer
         print(f"{n:8d} {t_build:8.2f} {t_fuse:11.2f} {1e6 * t_fuse / n:6.1f} {t_conv:10.2f} "
               f"{1e6 * t_conv / n:6.1f} {t_fold:8.2f} {1e6 * t_fold / n:6.1f}", flush=True)
+    if not args.no_models:
+        reference_graphs()
+
+
+def reference_graphs():
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from relay_models import bert_layer_text, count_kernels, count_ops, resnet_text
+
+    from tvmd.ir.pass_manager import PassManager, instantiate, parse_pipeline
+    from tvmd.ir.registry import PRESETS, get_pass_class
+    from tvmd.parser import parse_module
+
+    def run(text, pipeline):
+        m = parse_module(text)
+        t0 = time.perf_counter()
+        PassManager(instantiate(parse_pipeline(pipeline), get_pass_class)).run(m)
+        return m, time.perf_counter() - t0
+
+    print(f"\n{'graph':<34} {'pipeline':<34} {'ops':>5} {'kernels':>8} {'drop':>6} {'s':>6}")
+    o3 = ",".join(PRESETS["O3"])
+    for label, text in (("BERT-base layer (seq 128)", bert_layer_text()),
+                        ("BERT-base layer, ONNX MatMul form", bert_layer_text(matmul="flatten")),
+                        ("ResNet-style CNN, 224x224", resnet_text(size=224, width=64))):
+        n = count_ops(parse_module(text))
+        for pipe in ("fuse-ops", "fuse-ops{reduce-epilogue=true}", o3):
+            m, dt = run(text, pipe)
+            k = count_kernels(m)
+            name = "-O3" if pipe == o3 else pipe
+            print(f"{label:<34} {name:<34} {n:5d} {k:8d} {1 - k / n:6.1%} {dt:6.2f}", flush=True)
+    m, _ = run(resnet_text(size=224, width=64, batch_norm=False), "convert-layout{nn.conv2d=NHWC},fold-constant")
+    left = sum(1 for op in m.walk() if op.name == "relay.layout_transform")
+    print(f"\nResNet-style CNN --convert-layout='nn.conv2d=NHWC' --fold-constant: {left} layout transforms left")
 
 
 if __name__ == "__main__":

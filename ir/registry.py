@@ -93,12 +93,18 @@ PASSES: dict[str, tuple[str, str, str]] = {
 
 HIDDEN_PASSES = frozenset({"test-fail", "test-crash"})
 
-# -O presets: pass lists in TVM's order
+# -O presets: relay.build's pass prefix, in TVM's order, each pass kept at
+# the levels TVM's opt_level table allows it (SimplifyInference 0, FuseOps 0
+# -- at opt level 0 every op is its own kernel --, FoldConstant 2,
+# EliminateCommonSubexpr, FoldScaleAxis and CanonicalizeOps 3; AlterOpLayout
+# has no counterpart).  dce stands for TVM's RemoveUnusedFunctions (1) and the
+# dead code TVM's graph form never holds; infer-type runs first, as in TVM.
 PRESETS = {
-    "O0": [],
-    "O1": ["infer-type", "fold-constant", "dce"],
-    "O2": ["infer-type", "fold-constant", "cse", "dce", "fuse-ops"],
-    "O3": ["infer-type", "fold-constant", "cse", "dce", "fuse-ops"],
+    "O0": ["infer-type", "simplify-inference", "fuse-ops{opt-level=0}"],
+    "O1": ["infer-type", "simplify-inference", "dce", "fuse-ops{opt-level=1}"],
+    "O2": ["infer-type", "simplify-inference", "fold-constant", "dce", "fuse-ops"],
+    "O3": ["infer-type", "simplify-inference", "cse", "fold-constant", "fold-scale-axis",
+           "canonicalize", "fold-constant", "dce", "fuse-ops{opt-level=3}"],
 }
 
 

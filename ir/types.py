@@ -346,6 +346,25 @@ def tvm_dtype_name(t: Type) -> str:
 _SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|index|none")
 _parse_cache: dict[str, Type] = {}
 
+# Dialect types that are more than opaque text: "relay.adt" -> parser(p),
+# called with the _TypeParser just after the name; it reads the rest (the
+# ``<...>`` body) and returns the dialect's Type.  Filled by the dialects.
+TYPE_PARSERS: dict = {}
+
+
+def _dialect_type_parser(name: str):
+    """The registered parser for ``!name``, importing its dialect first so
+    that a type never parses one way before the dialect loads and another
+    way after (parse_type memoizes)."""
+    fn = TYPE_PARSERS.get(name)
+    if fn is None and "." in name:
+        from .registry import DIALECTS, load_dialect
+        dialect = name.split(".", 1)[0]
+        if dialect in DIALECTS:
+            load_dialect(dialect)
+            fn = TYPE_PARSERS.get(name)
+    return fn
+
 
 class TypeSyntaxError(ValueError):
     def __init__(self, message, offset=0):
@@ -423,6 +442,9 @@ class _TypeParser:
             return FunctionType(ins, outs)
         if self.eat("!"):
             name = self.word()
+            custom = _dialect_type_parser(name)
+            if custom is not None:
+                return custom(self)
             body = ""
             if self.s.startswith("<", self.pos):
                 start = self.pos + 1

@@ -116,8 +116,10 @@ def parse_args(argv, cl):
             continue
         name, eq, value = a.partition("=")
         if name in ("-O0", "-O1", "-O2", "-O3") and not eq:
-            for p in PRESETS[name[1:]]:
-                o.elements.append((PipelineElement(p), i, 0))
+            # a preset entry may carry options (fuse-ops{opt-level=0})
+            for el in parse_pipeline(",".join(PRESETS[name[1:]])) if PRESETS[name[1:]] else []:
+                el.offset = el.options_offset = 0
+                o.elements.append((el, i, 0))
             i += 1
             continue
         if name in BOOL_FLAGS:

@@ -49,9 +49,10 @@ def _literal(arr):
 
 
 class _Program:
-    def __init__(self, draw, st, rng, max_ops, calls):
+    def __init__(self, draw, st, rng, max_ops, calls, extended=False):
         self.draw, self.st, self.rng = draw, st, rng
         self.max_ops, self.calls = max_ops, calls
+        self.extended_ops = self.EXTENDED_OPS if extended else ()
         self.params = []      # (_Val, array)
         self.pool = []        # every value that can be an operand
         self.lines = []
@@ -233,6 +234,88 @@ class _Program:
     OPS = ("relu", "binary", "binary", "bias_add", "dense", "conv2d", "conv2d", "layout_transform",
            "constant", "const_subgraph", "repeat", "call")
 
+    # -- extended=True: the graph passes' ops (additive; the default set above
+    # keeps every intermediate an exact small integer) ---------------------------------
+
+    EXTENDED_OPS = ("batch_norm", "batch_norm", "layer_norm", "mean", "max_pool", "softmax", "dropout",
+                    "transpose2d", "channel_scale", "channel_scale", "reshape_pair")
+
+    def op_batch_norm(self):
+        v = self.pick(lambda v: v.layout is not None or len(v.shape) == 2)
+        if v is None:
+            return self.op_relu()
+        axis = v.layout.index("C") if v.layout else 1
+        c = v.shape[axis]
+        g, b, m = (self.constant((c,), add=False) for _ in range(3))
+        var = _Val(self.fresh("c"), (c,), const=True)
+        vals = [self.draw(self.st.sampled_from([0.25, 1.0, 4.0])) for _ in range(c)]
+        self.lines.append(f"{var.name} = constant dense<[{', '.join(map(repr, vals))}]> : {_ttype((c,))}")
+        attrs = "" if axis == 1 else f" {{axis = {axis}}}"
+        bn = self.fresh("bn")
+        self.lines.append(f"{bn} = nn.batch_norm({v.name}, {g.name}, {b.name}, {m.name}, {var.name}){attrs}")
+        self.emit(f"get_item({bn}) {{index = 0}}", v.shape, v.layout)
+
+    def op_layer_norm(self):
+        v = self.pick(lambda v: not v.const and v.shape[-1] > 1)
+        if v is None:
+            return self.op_relu()
+        g = self.constant((v.shape[-1],), add=False)
+        b = self.constant((v.shape[-1],), add=False)
+        self.emit(f"nn.layer_norm({v.name}, {g.name}, {b.name})", v.shape, v.layout)
+
+    def op_mean(self):
+        v = self.pick(lambda v: not v.const)
+        axis = len(v.shape) - 1
+        shape = v.shape[:-1] + (1,)
+        self.emit(f"mean({v.name}) {{axis = [{axis}], keepdims = true}}", shape, v.layout)
+
+    def op_max_pool(self):
+        v = self.pick(lambda v: v.layout is not None)
+        if v is None:
+            return self.op_relu()
+        dims = dict(zip(v.layout, v.shape))
+        out = dict(dims, H=dims["H"] + 1, W=dims["W"] + 1)   # pool 2x2, stride 1, padding 1
+        lay = '' if v.layout == "NCHW" else ', layout = "NHWC"'
+        self.emit(f"nn.max_pool2d({v.name}) {{pool_size = [2, 2], padding = [1, 1]{lay}}}",
+                  tuple(out[a] for a in v.layout), v.layout)
+
+    def op_softmax(self):
+        v = self.pick(lambda v: not v.const)
+        self.emit(f"nn.softmax({v.name})", v.shape, v.layout)
+
+    def op_dropout(self):
+        v = self.pick(lambda v: not v.const)
+        d = self.fresh("drop")
+        self.lines.append(f"{d} = nn.dropout({v.name})")
+        self.emit(f"get_item({d}) {{index = 0}}", v.shape, v.layout)
+
+    def op_transpose2d(self):
+        v = self.pick(lambda v: len(v.shape) == 2 and not v.const)
+        if v is None:
+            return self.op_relu()
+        self.emit(f"transpose({v.name}) {{axes = [1, 0]}}", v.shape[::-1])
+
+    def op_channel_scale(self):
+        """A per-channel multiply by powers of two, what fold-scale-axis folds."""
+        v = self.pick(lambda v: v.layout is not None and not v.const)
+        if v is None:
+            return self.op_relu()
+        c = v.shape[v.layout.index("C")]
+        vals = [self.draw(self.st.sampled_from([0.5, 2.0, 4.0])) for _ in range(c)]
+        k = _Val(self.fresh("c"), (c, 1, 1) if v.layout == "NCHW" else (c,), const=True)
+        body = ", ".join(f"[[{x!r}]]" for x in vals) if v.layout == "NCHW" else ", ".join(map(repr, vals))
+        self.lines.append(f"{k.name} = constant dense<[{body}]> : {_ttype(k.shape)}")
+        self.emit(f"multiply({v.name}, {k.name})", v.shape, v.layout)
+
+    def op_reshape_pair(self):
+        """reshape to 1-d and back: what --canonicalize merges and removes."""
+        v = self.pick(lambda v: not v.const)
+        n = 1
+        for d in v.shape:
+            n *= d
+        flat = self.emit(f"reshape({v.name}) {{newshape = [{n}]}}", (n,))
+        self.emit(f"reshape({flat.name}) {{newshape = [{', '.join(map(str, v.shape))}]}}", v.shape, v.layout)
+
     def build(self):
         st = self.st
         first = self.draw(st.sampled_from(["4d", "2d", "both"]))
@@ -244,7 +327,7 @@ class _Program:
             self.param(tuple(d[x] for x in lay), lay)
         if first in ("2d", "both"):
             self.param((self.draw(st.integers(1, 3)), self.draw(st.integers(1, 4))))
-        ops = [o for o in self.OPS if self.calls or o != "call"]
+        ops = [o for o in self.OPS if self.calls or o != "call"] + list(self.extended_ops)
         for _ in range(self.draw(st.integers(1, self.max_ops))):
             getattr(self, "op_" + self.draw(st.sampled_from(ops)))()
         results = [v for v in self.pool if not v.const]
@@ -256,15 +339,18 @@ class _Program:
         return text, [a for _, a in self.params]
 
 
-def relay_programs(max_ops: int = 8, calls: bool = True):
+def relay_programs(max_ops: int = 8, calls: bool = True, extended: bool = False):
     """A hypothesis strategy of ``(text, inputs)``: a relay module whose
-    ``@main`` takes the numpy arrays `inputs`."""
+    ``@main`` takes the numpy arrays `inputs`.  ``extended=True`` adds the
+    ops of the graph passes (batch_norm, layer_norm, mean, max_pool2d,
+    softmax, dropout, transpose, per-channel scales, reshapes), whose values
+    are no longer exact integers: compare those with a tolerance."""
     import numpy as np
     from hypothesis import strategies as st
 
     @st.composite
     def programs(draw):
         seed = draw(st.integers(0, 2 ** 32 - 1))
-        return _Program(draw, st, np.random.default_rng(seed), max_ops, calls).build()
+        return _Program(draw, st, np.random.default_rng(seed), max_ops, calls, extended).build()
 
     return programs()

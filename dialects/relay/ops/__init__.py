@@ -10,10 +10,12 @@
     tensor     arange, zeros, ones, full, shape_of, ...
     image      resize2d, upsampling
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
-    control    tuples and projections (and control flow, closures, ADTs)
+    control    tuples, projections, if / yield
+    closure    fn (closures), call of a function value, a global function as a value
+    adt        algebraic data types: relay.adt, constructors, match
     function   relay.func, call, return, constant
 """
 
-from . import (base, function, control, elemwise, nn, conv, pool, norm, reduce,  # noqa: F401
+from . import (base, function, control, closure, adt, elemwise, nn, conv, pool, norm, reduce,  # noqa: F401
                transform, tensor, image, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

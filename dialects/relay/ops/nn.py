@@ -1,26 +1,42 @@
-"""Neural-network operators: dense, bias_add, conv2d.
+"""Neural-network operators other than convolution, pooling and normalisation.
 
-    %d = nn.dense(%x, %w) : tensor<1x1000xf32>                   x: (..., K), w: (N, K)
-    %b = nn.bias_add(%d, %bias) {axis = 1} : tensor<1x1000xf32>
-    %c = nn.conv2d(%x, %w) {strides = [2, 2], padding = [3, 3, 3, 3]} : tensor<1x64x112x112xf32>
+    %d = nn.dense(%x, %w) : tensor<1x1000xf32>        x: (..., K), w: (N, K)
+        units (optional, checked against w), out_dtype ("" = the operands')
+    %m = nn.matmul(%a, %b) {transpose_b = true}       a: (..., K) or (..., K, M) with transpose_a;
+        units, out_dtype, transpose_a = false, transpose_b = false     b: (K, N) or (N, K) with transpose_b
+    %m = nn.batch_matmul(%x, %y)                      x: (B, M, K), y: (B, N, K); a batch of 1 broadcasts
+        out_dtype, transpose_a = false, transpose_b = true (TVM's defaults)
+    %b = nn.bias_add(%d, %bias) {axis = 1}            bias: 1-d, the size of data's axis
+    %s = nn.softmax(%x) {axis = -1}                   also nn.log_softmax
+    %t = nn.dropout(%x) {rate = 0.5}                  tuple<out, mask> as TVM; the interpreter is
+                                                      inference: out = x, mask = ones
+    %p = nn.pad(%x) {pad_width = [[0, 0], [1, 1]]}    pad_mode = "constant" | "edge" | "reflect";
+    %p = nn.pad(%x, %v) {pad_width = ...}             the value: operand %v (as TVM) or attribute
+                                                      pad_value = 0.0
+    %l = nn.lrn(%x) {size = 5, axis = 1, bias = 2.0, alpha = 1e-05, beta = 0.75}
+    %n = nn.l2_normalize(%x) {eps = 1e-12, axis = [1]}
+    %f = nn.batch_flatten(%x)                         (N, ...) -> (N, product of the rest)
+    %d = nn.depth_to_space(%x) {block_size = 2, layout = "NCHW", mode = "DCR"}   mode "DCR" | "CRD"
+    %s = nn.space_to_depth(%x) {block_size = 2, layout = "NCHW"}
 
-conv2d takes TVM's attributes and defaults; ``padding`` is normalised to
-four values (top, left, bottom, right); layouts NCHW / NHWC for data and
-OIHW / HWIO / OHWI for the kernel.
+Convolutions live in conv.py (Conv2DOp is re-exported here), pools in
+pool.py, normalisations in norm.py.
 """
 
 from __future__ import annotations
 
-from ....ir.lazy import lazy_module
-
 from ....ir import types as T
-from ....ir.attrkinds import INT, STR, ints, optional
+from ....ir.attrkinds import BOOL, FLOAT, INT, STR, enum, optional
 from ....ir.core import Attr
-from ..layouts import Layout, LayoutError, convert_array
+from ....ir.lazy import lazy_module
 from .base import OpPattern, RelayOp, out_dtype, same_dtype, tensor_type
+from .conv import PADDING, Conv2DOp, conv2d_nchw, normalize_padding  # noqa: F401  (old home)
+from .util import AXES, PAIRS, dims_match, norm_axes, norm_axis, prod, scalar_like, shape_text
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
 
+
+# -- matrix products ---------------------------------------------------------------
 
 class DenseOp(RelayOp):
     __slots__ = ()
@@ -41,11 +57,90 @@ class DenseOp(RelayOp):
         units = self.attributes.get("units")
         if units is not None and w.shape[0] is not None and units != w.shape[0]:
             raise self.error(f"units = {units} but the weight has {w.shape[0]} rows")
-        return T.TensorType(x.shape[:-1] + (w.shape[0],), out_dtype(self, e))
+        n = w.shape[0] if w.shape[0] is not None else units
+        return T.TensorType(x.shape[:-1] + (n,), out_dtype(self, e))
 
     def compute(self, x, w):
         dt = self.results[0].type.dtype
         return np.matmul(x.astype(dt), w.T.astype(dt))
+
+
+class MatmulOp(RelayOp):
+    """TVM's nn.matmul: `tensor_a` of rank >= 2 (its last two axes are
+    swapped when transpose_a), `tensor_b` 2-d.  dense is matmul with
+    transpose_b = true."""
+    __slots__ = ()
+    name = "relay.nn.matmul"
+    OPERANDS = ("tensor_a", "tensor_b")
+    ATTRS = {"units": Attr(optional(INT), None), "out_dtype": Attr(STR, ""),
+             "transpose_a": Attr(BOOL, False), "transpose_b": Attr(BOOL, False)}
+    PATTERN = OpPattern.OUT_ELEMWISE_FUSABLE
+
+    def type_relation(self, a, b):
+        tensor_type(self, a)
+        tensor_type(self, b)
+        e = same_dtype(self, a, b)
+        ta, tb = self.attributes["transpose_a"], self.attributes["transpose_b"]
+        if b.rank != 2 or a.rank < (2 if ta else 1):
+            raise self.error(f"expects tensor_a of rank >= {2 if ta else 1} and a 2-d tensor_b, got {a} and {b}")
+        if ta:
+            k, lead = a.shape[-2], a.shape[:-2] + (a.shape[-1],)
+        else:
+            k, lead = a.shape[-1], a.shape[:-1]
+        kb, n = (b.shape[1], b.shape[0]) if tb else (b.shape[0], b.shape[1])
+        if not dims_match(k, kb):
+            raise self.error(f"reduction dimensions differ: tensor_a has {k}, tensor_b has {kb}")
+        units = self.attributes.get("units")
+        if units is not None and n is not None and units != n:
+            raise self.error(f"units = {units} but tensor_b gives {n} output columns")
+        return T.TensorType(lead + (n if n is not None else units,), out_dtype(self, e))
+
+    def compute(self, a, b):
+        dt = self.results[0].type.dtype
+        if self.attributes["transpose_a"]:
+            a = np.swapaxes(a, -1, -2)
+        if self.attributes["transpose_b"]:
+            b = b.T
+        return np.matmul(a.astype(dt), b.astype(dt))
+
+
+class BatchMatmulOp(RelayOp):
+    """TVM's nn.batch_matmul on 3-d operands; a batch of 1 broadcasts."""
+    __slots__ = ()
+    name = "relay.nn.batch_matmul"
+    OPERANDS = ("x", "y")
+    ATTRS = {"out_dtype": Attr(STR, ""), "transpose_a": Attr(BOOL, False), "transpose_b": Attr(BOOL, True)}
+    PATTERN = OpPattern.OUT_ELEMWISE_FUSABLE
+
+    def type_relation(self, x, y):
+        tensor_type(self, x)
+        tensor_type(self, y)
+        e = same_dtype(self, x, y)
+        if x.rank != 3 or y.rank != 3:
+            raise self.error(f"expects 3-d operands (batch, rows, columns), got {x} and {y}")
+        ta, tb = self.attributes["transpose_a"], self.attributes["transpose_b"]
+        bx, by = x.shape[0], y.shape[0]
+        if bx == 1:
+            batch = by
+        elif by == 1:
+            batch = bx
+        elif dims_match(bx, by):
+            batch = bx if bx is not None else by
+        else:
+            raise self.error(f"batch dimensions {bx} and {by} differ (and neither is 1)")
+        m, k = (x.shape[2], x.shape[1]) if ta else (x.shape[1], x.shape[2])
+        ky, n = (y.shape[2], y.shape[1]) if tb else (y.shape[1], y.shape[2])
+        if not dims_match(k, ky):
+            raise self.error(f"reduction dimensions differ: x has {k}, y has {ky}")
+        return T.TensorType((batch, m, n), out_dtype(self, e))
+
+    def compute(self, x, y):
+        dt = self.results[0].type.dtype
+        if self.attributes["transpose_a"]:
+            x = x.transpose(0, 2, 1)
+        if self.attributes["transpose_b"]:
+            y = y.transpose(0, 2, 1)
+        return np.matmul(x.astype(dt), y.astype(dt))
 
 
 class BiasAddOp(RelayOp):
@@ -54,20 +149,20 @@ class BiasAddOp(RelayOp):
     OPERANDS = ("data", "bias")
     ATTRS = {"axis": Attr(INT, 1)}
     PATTERN = OpPattern.BROADCAST
+    LAYOUT = "axis"
+    AXIS_ATTRS = ("axis",)
 
     def norm_axis(self, rank):
-        axis = self.attributes["axis"]
-        if not -rank <= axis < rank:
-            raise self.error(f"axis {axis} is out of range for rank {rank}")
-        return axis % rank
+        return norm_axis(self, self.attributes["axis"], rank)
 
     def type_relation(self, x, b):
         tensor_type(self, x)
         tensor_type(self, b)
         same_dtype(self, x, b)
         axis = self.norm_axis(x.rank)
-        if b.rank != 1 or (x.shape[axis] is not None and b.shape[0] is not None and b.shape[0] != x.shape[axis]):
-            raise self.error(f"bias must be 1-d of size {x.shape[axis]} (axis {axis} of the data), got {b}")
+        if b.rank != 1 or not dims_match(b.shape[0], x.shape[axis]):
+            raise self.error(f"bias must be 1-d of size {shape_text([x.shape[axis]])[1:-1]} "
+                             f"(axis {axis} of the data), got {b}")
         return x
 
     def compute(self, x, b):
@@ -77,120 +172,268 @@ class BiasAddOp(RelayOp):
         return (x + b.reshape(shape)).astype(x.dtype, copy=False)
 
 
-def normalize_padding(p):
-    p = tuple(p)
-    if len(p) == 1:
-        return p * 4
-    if len(p) == 2:
-        return (p[0], p[1], p[0], p[1])
-    return p
+# -- softmax -------------------------------------------------------------------------
 
-
-PADDING = ints(1, 2, 4)
-PADDING.coerce = lambda v: normalize_padding(v) if isinstance(v, (list, tuple)) else v
-
-
-class Conv2DOp(RelayOp):
+class SoftmaxOp(RelayOp):
     __slots__ = ()
-    name = "relay.nn.conv2d"
-    OPERANDS = ("data", "weight")
-    ATTRS = {
-        "strides": Attr(ints(2), (1, 1)),
-        "padding": Attr(PADDING, (0, 0, 0, 0)),
-        "dilation": Attr(ints(2), (1, 1)),
-        "groups": Attr(INT, 1),
-        "channels": Attr(optional(INT), None),
-        "kernel_size": Attr(optional(ints(2)), None),
-        "data_layout": Attr(STR, "NCHW"),
-        "kernel_layout": Attr(STR, "OIHW"),
-        "out_layout": Attr(STR, ""),
-        "out_dtype": Attr(STR, ""),
-    }
-    PATTERN = OpPattern.OUT_ELEMWISE_FUSABLE
+    name = "relay.nn.softmax"
+    OPERANDS = ("data",)
+    ATTRS = {"axis": Attr(INT, -1)}
+    PATTERN = OpPattern.OPAQUE
+    LAYOUT = "axis"
+    AXIS_ATTRS = ("axis",)
+    LOG = False
 
-    def layouts(self):
-        a = self.attributes
-        try:
-            d, k = Layout(a["data_layout"]), Layout(a["kernel_layout"])
-            o = Layout(a["out_layout"] or a["data_layout"])
-        except LayoutError as e:
-            raise self.error(str(e)) from None
-        if d.primal not in ("NCHW", "NHWC") or d.is_blocked():
-            raise self.error(f"data_layout {d.name} is not supported (NCHW or NHWC)")
-        if sorted(k.primal) != sorted("OIHW") or k.is_blocked():
-            raise self.error(f"kernel_layout {k.name} is not supported (a permutation of OIHW)")
-        if sorted(o.primal) != sorted("NCHW") or o.is_blocked():
-            raise self.error(f"out_layout {o.name} is not supported")
-        return d, k, o
-
-    def type_relation(self, x, w):
+    def type_relation(self, x):
         tensor_type(self, x)
-        tensor_type(self, w)
-        e = same_dtype(self, x, w)
-        if x.rank != 4 or w.rank != 4:
-            raise self.error(f"expects 4-d data and weight, got {x} and {w}")
+        if not T.is_float(x.element_type):
+            raise self.error(f"expects a floating-point tensor, got {x}")
+        norm_axis(self, self.attributes["axis"], x.rank)
+        return x
+
+    def compute(self, x):
+        axis = self.attributes["axis"] % x.ndim
+        z = x.astype(np.float64)
+        z = z - z.max(axis=axis, keepdims=True)
+        if self.LOG:
+            out = z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+        else:
+            ez = np.exp(z)
+            out = ez / ez.sum(axis=axis, keepdims=True)
+        return out.astype(x.dtype)
+
+
+class LogSoftmaxOp(SoftmaxOp):
+    __slots__ = ()
+    name = "relay.nn.log_softmax"
+    LOG = True
+
+
+# -- dropout -----------------------------------------------------------------------------
+
+class DropoutOp(RelayOp):
+    """TVM's nn.dropout returns (out, mask).  Relay graphs are inference
+    graphs here, so the interpreter passes the data through (SimplifyInference
+    removes the op)."""
+    __slots__ = ()
+    name = "relay.nn.dropout"
+    OPERANDS = ("data",)
+    ATTRS = {"rate": Attr(FLOAT, 0.5)}
+    PATTERN = OpPattern.OPAQUE
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        r = self.attributes["rate"]
+        if not 0.0 <= r < 1.0:
+            raise self.error(f"rate must be in [0, 1), got {r}")
+        return T.TupleType((x, x))
+
+    def compute(self, x):
+        return (x.copy(), np.ones_like(x))
+
+
+# -- pad -------------------------------------------------------------------------------------
+
+class PadOp(RelayOp):
+    __slots__ = ()
+    name = "relay.nn.pad"
+    OPERANDS = ("data", "*pad_value")
+    ATTRS = {"pad_width": Attr(PAIRS), "pad_mode": Attr(enum("constant", "edge", "reflect"), "constant"),
+             "pad_value": Attr(FLOAT, 0.0)}
+    PATTERN = OpPattern.INJECTIVE
+    LAYOUT = "axis"
+
+    def relayout(self, perm):
+        pw = self.attributes["pad_width"]
+        if len(pw) != len(perm):
+            return None
+        return {"pad_width": tuple(pw[p] for p in perm)}
+
+    def type_relation(self, x, *value):
+        tensor_type(self, x)
+        if len(value) > 1:
+            raise self.error(f"expects at most one pad value operand, got {len(value)}")
+        if value:
+            scalar_like(self, value[0], "pad value")
+            same_dtype(self, x, value[0])
+        pw = self.attributes["pad_width"]
+        if len(pw) != x.rank:
+            raise self.error(f"pad_width has {len(pw)} pairs but the data has rank {x.rank}")
+        reflect = self.attributes["pad_mode"] == "reflect"
+        out = []
+        for i, ((b, a), d) in enumerate(zip(pw, x.shape)):
+            if b < 0 or a < 0:
+                raise self.error(f"pad_width of axis {i} is negative: [{b}, {a}]")
+            if reflect and d is not None and (b >= d or a >= d) and (b or a):
+                raise self.error(f"reflect padding of axis {i} must be smaller than its size {d}, got [{b}, {a}]")
+            out.append(None if d is None else d + b + a)
+        return x.with_shape(out)
+
+    def compute(self, x, *value):
+        pw = self.attributes["pad_width"]
+        mode = self.attributes["pad_mode"]
+        if mode == "constant":
+            v = value[0].reshape(()) if value else self.attributes["pad_value"]
+            return np.pad(x, pw, mode="constant", constant_values=np.asarray(v).astype(x.dtype))
+        return np.pad(x, pw, mode=mode)
+
+
+# -- local normalisations ---------------------------------------------------------------------
+
+class LRNOp(RelayOp):
+    """Local response normalisation across `axis`:
+    out = x / (bias + alpha / size * sum(x^2 over the window)) ^ beta,
+    the window being [c - size // 2, c - size // 2 + size - 1] (TVM's;
+    ONNX's is the same for the odd sizes models use)."""
+    __slots__ = ()
+    name = "relay.nn.lrn"
+    OPERANDS = ("data",)
+    ATTRS = {"size": Attr(INT, 5), "axis": Attr(INT, 1), "bias": Attr(FLOAT, 2.0),
+             "alpha": Attr(FLOAT, 0.00001), "beta": Attr(FLOAT, 0.75)}
+    PATTERN = OpPattern.OPAQUE
+    LAYOUT = "axis"
+    AXIS_ATTRS = ("axis",)
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        if not T.is_float(x.element_type):
+            raise self.error(f"expects a floating-point tensor, got {x}")
+        norm_axis(self, self.attributes["axis"], x.rank)
+        if self.attributes["size"] < 1:
+            raise self.error(f"size must be positive, got {self.attributes['size']}")
+        return x
+
+    def compute(self, x):
         a = self.attributes
-        dl, kl, ol = self.layouts()
-        ds, ks = dl.primal_shape(x.shape), kl.primal_shape(w.shape)
-        groups = a["groups"]
-        if groups < 1:
-            raise self.error(f"groups must be positive, got {groups}")
-        n, c, h, wd = ds["N"], ds["C"], ds["H"], ds["W"]
-        o, i, kh, kw = ks["O"], ks["I"], ks["H"], ks["W"]
-        if c is not None and i is not None and c != i * groups:
-            raise self.error(f"data has {c} channels but the kernel takes {i} per group x {groups} group(s)")
-        if o is not None and o % groups:
-            raise self.error(f"{o} output channels do not divide into {groups} groups")
-        if a.get("channels") is not None and o is not None and a["channels"] != o:
-            raise self.error(f"channels = {a['channels']} but the kernel has {o} output channels")
-        if a.get("kernel_size") is not None and (kh, kw) != tuple(a["kernel_size"]):
-            raise self.error(f"kernel_size = {list(a['kernel_size'])} but the kernel is {kh}x{kw}")
-        sh, sw = a["strides"]
-        dh, dw = a["dilation"]
-        pt, pl, pb, pr = a["padding"]
-        if min(sh, sw, dh, dw) < 1 or min(pt, pl, pb, pr) < 0:
-            raise self.error("strides and dilation must be positive and padding non-negative")
-
-        def out(size, k, s, d, p0, p1):
-            if size is None or k is None:
-                return None
-            v = (size + p0 + p1 - d * (k - 1) - 1) // s + 1
-            if v < 1:
-                raise self.error(f"output would be empty: input {size}, kernel {k}, dilation {d}, padding {p0}+{p1}")
-            return v
-        oh = out(h, kh, sh, dh, pt, pb)
-        ow = out(wd, kw, sw, dw, pl, pr)
-        return T.TensorType(ol.shape_from_primal({"N": n, "C": o, "H": oh, "W": ow}), out_dtype(self, e))
-
-    def compute(self, x, w):
-        a = self.attributes
-        dl, kl, ol = self.layouts()
-        xn = convert_array(x, dl.name, "NCHW")
-        wn = convert_array(w, kl.name, "OIHW")
-        dt = self.results[0].type.dtype
-        y = conv2d_nchw(xn.astype(dt), wn.astype(dt), a["strides"], a["padding"], a["dilation"], a["groups"])
-        return convert_array(y, "NCHW", ol.name)
+        axis, size = a["axis"] % x.ndim, a["size"]
+        sq = np.moveaxis(x.astype(np.float64) ** 2, axis, -1)
+        c = sq.shape[-1]
+        lo = size // 2
+        padded = np.pad(sq, [(0, 0)] * (sq.ndim - 1) + [(lo, size - 1 - lo)])
+        csum = np.concatenate([np.zeros(sq.shape[:-1] + (1,)), np.cumsum(padded, axis=-1)], axis=-1)
+        win = csum[..., size:size + c] - csum[..., :c]
+        with np.errstate(all="ignore"):
+            div = (a["bias"] + a["alpha"] / size * np.moveaxis(win, -1, axis)) ** a["beta"]
+            return (x / div).astype(x.dtype)
 
 
-def conv2d_nchw(x, w, strides, padding, dilation, groups):
-    """Reference conv2d: one tensordot per kernel tap, in the input's precision."""
-    n, c, h, wd = x.shape
-    o, i, kh, kw = w.shape
-    sh, sw = strides
-    dh, dw = dilation
-    pt, pl, pb, pr = padding
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    og = o // groups
-    y = np.zeros((n, o, oh, ow), dtype=x.dtype)
-    for g in range(groups):
-        xg = xp[:, g * i:(g + 1) * i]
-        wg = w[g * og:(g + 1) * og]
-        acc = np.zeros((n, og, oh, ow), dtype=x.dtype)
-        for ky in range(kh):
-            for kx in range(kw):
-                patch = xg[:, :, ky * dh: ky * dh + sh * (oh - 1) + 1: sh, kx * dw: kx * dw + sw * (ow - 1) + 1: sw]
-                acc += np.einsum("nchw,oc->nohw", patch, wg[:, :, ky, kx])
-        y[:, g * og:(g + 1) * og] = acc
-    return y
+class L2NormalizeOp(RelayOp):
+    """out = x / sqrt(max(sum(x^2 over axis), eps))."""
+    __slots__ = ()
+    name = "relay.nn.l2_normalize"
+    OPERANDS = ("data",)
+    ATTRS = {"eps": Attr(FLOAT), "axis": Attr(AXES, None)}
+    PATTERN = OpPattern.OUT_ELEMWISE_FUSABLE
+    LAYOUT = "axis"
+    AXIS_ATTRS = ("axis",)
+
+    def axes(self, rank):
+        ax = self.attributes.get("axis")
+        return list(range(rank)) if ax is None else norm_axes(self, ax, rank)
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        if not T.is_float(x.element_type):
+            raise self.error(f"expects a floating-point tensor, got {x}")
+        self.axes(x.rank)
+        return x
+
+    def compute(self, x):
+        ax = tuple(self.axes(x.ndim))
+        s = (x.astype(np.float64) ** 2).sum(axis=ax, keepdims=True)
+        return (x / np.sqrt(np.maximum(s, self.attributes["eps"]))).astype(x.dtype)
+
+
+# -- reshaping nn ops ---------------------------------------------------------------------------
+
+class BatchFlattenOp(RelayOp):
+    __slots__ = ()
+    name = "relay.nn.batch_flatten"
+    OPERANDS = ("data",)
+    PATTERN = OpPattern.INJECTIVE
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        if x.rank < 1:
+            raise self.error(f"expects a tensor of rank >= 1, got {x}")
+        return x.with_shape((x.shape[0], prod(x.shape[1:])))
+
+    def compute(self, x):
+        return x.reshape(x.shape[0], -1)
+
+
+class DepthToSpaceOp(RelayOp):
+    __slots__ = ()
+    name = "relay.nn.depth_to_space"
+    OPERANDS = ("data",)
+    ATTRS = {"block_size": Attr(INT), "layout": Attr(enum("NCHW", "NHWC"), "NCHW"),
+             "mode": Attr(enum("DCR", "CRD"), "DCR")}
+    PATTERN = OpPattern.INJECTIVE
+    LAYOUT = "layout"
+    LAYOUT_ATTRS = ("layout",)
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        if x.rank != 4:
+            raise self.error(f"expects 4-d data, got {x}")
+        b = self.attributes["block_size"]
+        if b < 1:
+            raise self.error(f"block_size must be positive, got {b}")
+        nhwc = self.attributes["layout"] == "NHWC"
+        n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if nhwc else x.shape
+        if c is not None and c % (b * b):
+            raise self.error(f"{c} channels do not divide by block_size^2 = {b * b}")
+        c2 = None if c is None else c // (b * b)
+        h2 = None if h is None else h * b
+        w2 = None if w is None else w * b
+        return x.with_shape((n, h2, w2, c2) if nhwc else (n, c2, h2, w2))
+
+    def compute(self, x):
+        b = self.attributes["block_size"]
+        nhwc = self.attributes["layout"] == "NHWC"
+        if nhwc:
+            x = x.transpose(0, 3, 1, 2)
+        n, c, h, w = x.shape
+        if self.attributes["mode"] == "DCR":
+            y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+        else:
+            y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+        y = y.reshape(n, c // (b * b), h * b, w * b)
+        return y.transpose(0, 2, 3, 1) if nhwc else y
+
+
+class SpaceToDepthOp(RelayOp):
+    __slots__ = ()
+    name = "relay.nn.space_to_depth"
+    OPERANDS = ("data",)
+    ATTRS = {"block_size": Attr(INT), "layout": Attr(enum("NCHW", "NHWC"), "NCHW")}
+    PATTERN = OpPattern.INJECTIVE
+    LAYOUT = "layout"
+    LAYOUT_ATTRS = ("layout",)
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        if x.rank != 4:
+            raise self.error(f"expects 4-d data, got {x}")
+        b = self.attributes["block_size"]
+        if b < 1:
+            raise self.error(f"block_size must be positive, got {b}")
+        nhwc = self.attributes["layout"] == "NHWC"
+        n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if nhwc else x.shape
+        for what, d in (("height", h), ("width", w)):
+            if d is not None and d % b:
+                raise self.error(f"{what} {d} does not divide by block_size {b}")
+        c2 = None if c is None else c * b * b
+        h2 = None if h is None else h // b
+        w2 = None if w is None else w // b
+        return x.with_shape((n, h2, w2, c2) if nhwc else (n, c2, h2, w2))
+
+    def compute(self, x):
+        b = self.attributes["block_size"]
+        nhwc = self.attributes["layout"] == "NHWC"
+        if nhwc:
+            x = x.transpose(0, 3, 1, 2)
+        n, c, h, w = x.shape
+        y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(n, c * b * b, h // b, w // b)
+        return y.transpose(0, 2, 3, 1) if nhwc else y
+

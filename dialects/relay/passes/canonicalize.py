@@ -15,13 +15,24 @@ Patterns (each keeps the value bit-for-bit, up to the sign of a zero):
 * ``layout_transform(x) {A -> A}`` -> ``x``;
   ``layout_transform(layout_transform(x) {A -> B}) {B -> C}`` ->
   ``layout_transform(x) {A -> C}``, or ``x`` when C is A;
+* ``reshape(reshape(x))`` -> one reshape; a reshape, ``transpose``,
+  ``squeeze`` or ``expand_dims`` that leaves the type as it is -> its input;
+  ``transpose(transpose(x, p), q)`` -> one transpose (or x);
+  ``squeeze(expand_dims(x))`` and ``expand_dims(squeeze(x))`` that restore
+  x's type -> x; ``cast`` to the same dtype -> its input; ``concatenate``
+  of one input -> the input; ``get_item(tuple(...))`` -> the field;
+* ``reshape(nn.dense(reshape(x, [-1, K]), w), [..., N])``, TVM's ONNX
+  import of a MatMul on a 3-d or higher tensor, -> ``nn.dense(x, w)`` on
+  x as it is (dense takes N-d data): FuseOps then sees the dense followed
+  directly by its bias and activation, and makes one kernel of them where
+  the reshape would have split it in two;
 * an op whose operands are all constants -> its value, computed by the
   reference interpreter (as --fold-constant does).
 
-``nn.bias_add`` is kept as it is (TVM's CanonicalizeOps would turn it into
-``add``; here it stays an op the fusion and layout passes understand).  Op
-classes may add patterns of their own with a ``canonicalization_patterns()``
-classmethod.
+With ``bias-add-to-add=true`` (TVM's CanonicalizeOps), ``nn.bias_add(x, b)``
+becomes ``add(x, expand_dims(b))``; by default it stays, an op the fusion
+and layout passes understand as it is.  Op classes may add patterns of
+their own with a ``canonicalization_patterns()`` classmethod.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ class Canonicalize(ModulePass):
 
     NAME = "canonicalize"
     max_iterations: int = 10
+    bias_add_to_add: bool = False
 
     def validate(self):
         if self.max_iterations < 1:
@@ -50,7 +62,7 @@ class Canonicalize(ModulePass):
         self.run_on(module, ctx)
 
     def run_on(self, op, ctx):
-        counter = CountingPatterns(patterns())
+        counter = CountingPatterns(patterns(self.bias_add_to_add))
         apply_patterns_greedily(op, counter.patterns, max_iterations=self.max_iterations,
                                 materialize=materialize)
         ctx.stat(self, "patterns-applied", counter.count)
@@ -67,11 +79,12 @@ def materialize(value, type, loc):
     return ConstantOp.get(attr, loc=loc)
 
 
-def patterns():
+def patterns(bias_add_to_add=False):
     from ....ir.core import OP_CLASSES
+    from .canonicalize_shapes import shape_patterns
     out = [AddZero(), SubtractZero(), MultiplyOne(), DivideOne(), SameOperands("relay.maximum"),
            SameOperands("relay.minimum"), ReluRelu(), LayoutTransformIdentity(),
-           LayoutTransformCompose(), FoldAllConstant()]
+           LayoutTransformCompose(), FoldAllConstant()] + shape_patterns(bias_add_to_add)
     for cls in list(OP_CLASSES.values()):
         # only a class's own hook, so a base class's patterns are not added once per subclass
         if cls.name.startswith("relay.") and "canonicalization_patterns" in cls.__dict__:
@@ -224,14 +237,16 @@ class FoldAllConstant(RewritePattern):
     BENEFIT = 0   # after the specific patterns
 
     def match_and_rewrite(self, op, rw) -> bool:
-        from ..interpreter import evaluate_op
-        from .fold_constant import foldable, make_constant
+        from .fold_constant import constant_ops_for, foldable
         if not foldable(op):
             return False
         consts = [defining_constant(v) for v in op.operands]
-        if None in consts:
+        if None in consts or not consts:
             return False
-        value = evaluate_op(op, [c.attributes["value"].array for c in consts])
-        new = make_constant(op, value, consts)
-        rw.replace_op_with(op, new)
+        new = constant_ops_for(op, consts)
+        if new is None:
+            return False
+        for n in new[:-1]:
+            rw.insert_before(op, n)
+        rw.replace_op_with(op, new[-1])
         return True

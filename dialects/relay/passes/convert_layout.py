@@ -1,51 +1,64 @@
-"""--convert-layout='nn.conv2d=NHWC[:KERNEL]': TVM's ConvertLayout.
+"""--convert-layout='nn.conv2d=NHWC[:KERNEL] nn.max_pool2d=NHWC ...': TVM's ConvertLayout.
 
-Rewrites every ``nn.conv2d`` to the desired data layout (and kernel layout:
-HWIO by default for NHWC, OIHW for NCHW; ``default`` means the same), then
-carries the new layout forward through the consumers that do not care, and
-transforms back only where a value must have its original layout.
+Each op named in the option is rewritten to its desired layout (a conv's
+kernel layout after a colon; none or ``default`` picks the usual partner:
+NHWC -> HWIO, NCHW -> OIHW, NCHW16c -> OIHW16i16o, depthwise NHWC -> HWOI).
+The new layout then flows on through every consumer that can take it,
+decided by the ``LAYOUT`` contract on each op class (ops/base.py), and
+values go back to their original layout only where something needs it.
 
 One forward sweep over each function body, in SSA order.  The sweep keeps,
 for each original value that has a converted twin, ``(twin, L, O)``: the
 twin holds the value in layout ``L`` where the original is in layout ``O``.
-For each original op:
+For each original op reading a twin (or named in the option):
 
-* ``nn.conv2d``: a new conv2d in the desired layouts reads its data and
-  weight through ``layout_transform`` (a transform of a constant weight is
-  left for --fold-constant); its result is the twin of the old result.
-* layout-agnostic consumers of a twin get a twin of their own, built on the
-  twin: unary elementwise ops (``nn.relu``, ``exp``, ...), ``nn.bias_add``
-  with its axis remapped to where the channel axis went, and binary
-  broadcast ops whose other operand is a twin in the same layout, a
-  single-element tensor (kept as is), a same-rank value (transformed; a
-  constant folds later) or a lower-rank constant (re-laid out directly).
-* an original ``layout_transform`` of a twin's value becomes a transform of
-  the twin, which vanishes when it lands back on the twin's layout.
-* any other use of a twin's original (``return``, calls, ops that cannot
-  adapt) is rewired to one memoized ``layout_transform`` back to ``O``.
+* ``"layout"`` ops (conv2d, pools, global pools, resize, qnn.conv2d, ...)
+  named in the option are rebuilt in the desired layout, reading their data
+  (and weight) through ``layout_transform`` -- a transform of a constant
+  weight is left for --fold-constant.  One not named follows its data's
+  twin layout when it has no kernel (pools, resize: TVM's
+  FInferCorrectLayout for them); a conv not named keeps its own layout.
+* ``"elemwise"`` ops take the twin as it is.
+* ``"broadcast"`` ops adapt when every other operand is a twin in the same
+  layout, one element (kept), of the same rank (transformed; a constant
+  folds later) or a lower-rank constant (re-laid out directly).
+* ``"axis"`` ops are rebuilt with the attributes ``relayout(perm)`` gives
+  (an axis renumbered, a per-axis list permuted), other same-rank operands
+  transformed, 1-d parameters kept; they need a permutation, so not a
+  blocked layout.
+* a ``layout_transform`` of a twin becomes a transform of the twin, which
+  vanishes when it lands back on the twin's layout.
+* anything else (``"opaque"`` ops -- reshape, dense --, ops with tuple
+  results or regions, calls, ``return``) reads one memoized
+  ``layout_transform`` back to ``O``.
 
-Transforms compose when built: a transform of a transform becomes one
-transform from the inner source (or nothing, when the two are inverse).
-Old ops left without uses are erased at the end.  Linear: each op is visited
-once and each transform is memoized per (value, src, dst).
+A rebuilt op whose result type is not the original's in the new layout is
+dropped and the op falls back to reading the original layout.  Transforms
+compose when built: a transform of a transform becomes one transform from
+the inner source, or nothing when the two are inverse.  Old ops left without
+uses are erased at the end.  Linear: each op is visited once and each
+transform is memoized per (value, src, dst).
+
+Statistics: ``ops-converted`` (named ops rebuilt), ``ops-adapted`` (consumers
+that followed a twin), ``layout-transforms`` (the transforms left in the
+functions after the pass; --fold-constant then removes the weights').
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
 from . import erase_if_dead, relay_functions
 
-SUPPORTED_OPS = ("nn.conv2d",)
-DATA_LAYOUTS = ("NCHW", "NHWC")
-DEFAULT_KERNEL = {"NHWC": "HWIO", "NCHW": "OIHW"}
+_BLOCKED_DATA = re.compile(r"^NC([DHW]+)(\d+)c$")
 
 
 @dataclass
 class ConvertLayout(ModulePass):
-    """Convert conv2d data layouts, transforming only at the boundaries."""
+    """Convert op layouts, transforming only at the boundaries."""
 
     NAME = "convert-layout"
     EXTRA_OPTIONS = "desired_layouts"
@@ -55,20 +68,39 @@ class ConvertLayout(ModulePass):
         if not self.desired_layouts:
             raise ValueError("needs a desired layout, e.g. --convert-layout='nn.conv2d=NHWC'")
         for op, spec in self.desired_layouts.items():
-            if op not in SUPPORTED_OPS:
-                raise ValueError(f"cannot convert the layout of '{op}' (supported: {', '.join(SUPPORTED_OPS)})")
             self.layouts_for(op, spec)
 
     @staticmethod
-    def layouts_for(op, spec):
-        """'NHWC' or 'NHWC:HWIO' -> (data layout, kernel layout)."""
+    def layouts_for(op, spec, groups=1, channels=None):
+        """'NHWC' or 'NHWC:HWIO' for op -> (data layout, kernel layout or None)."""
+        from ....ir.registry import get_op_class
+        from ..layouts import Layout, LayoutError
+        cls = get_op_class("relay." + op)
+        if cls is None or getattr(cls, "LAYOUT", None) != "layout":
+            raise ValueError(f"cannot convert the layout of '{op}' (an op whose layouts are attributes: "
+                             "nn.conv2d, nn.max_pool2d, image.resize2d, qnn.conv2d, ...)")
         data, _, kernel = spec.partition(":")
-        if data not in DATA_LAYOUTS:
-            raise ValueError(f"data layout '{data}' for {op} is not supported (one of {', '.join(DATA_LAYOUTS)})")
+        try:
+            d = Layout(data)
+        except LayoutError as e:
+            raise ValueError(f"data layout '{data}' for {op}: {e}") from None
+        spatial = "".join(a for a in "DHW" if a in d.primal)
+        if d.name not in (f"NC{spatial}", f"N{spatial}C") and not _BLOCKED_DATA.match(d.name):
+            raise ValueError(f"data layout '{data}' for {op} is not supported "
+                             f"(NC{spatial or 'HW'}, N{spatial or 'HW'}C or NC{spatial or 'HW'}<k>c)")
+        if "kernel_layout" not in cls.LAYOUT_ATTRS:
+            if kernel and kernel != "default":
+                raise ValueError(f"{op} has no kernel layout to set ('{kernel}')")
+            return data, None
         if not kernel or kernel == "default":
-            kernel = DEFAULT_KERNEL[data]
-        if sorted(kernel) != sorted("OIHW"):
-            raise ValueError(f"kernel layout '{kernel}' for {op} is not a permutation of OIHW")
+            kernel = default_kernel_layout(d, groups, channels)
+        try:
+            k = Layout(kernel)
+        except LayoutError as e:
+            raise ValueError(f"kernel layout '{kernel}' for {op}: {e}") from None
+        spatial = "".join(a for a in d.primal if a not in "NC")
+        if sorted(k.primal) != sorted("OI" + spatial):
+            raise ValueError(f"kernel layout '{kernel}' for {op} is not a permutation of OI{spatial}")
         return data, kernel
 
     def run(self, module, ctx):
@@ -78,26 +110,46 @@ class ConvertLayout(ModulePass):
             self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
-        spec = self.desired_layouts.get("nn.conv2d")
-        if spec is None:
-            return
-        data, kernel = self.layouts_for("nn.conv2d", spec)
-        c = Converter(data, kernel)
-        c.convert_block(func.regions[0].blocks[0])
+        c = Converter(self)
+        block = func.regions[0].blocks[0]
+        c.convert_block(block)
         ctx.stat(self, "convs-converted", c.convs)
         ctx.stat(self, "layout-transforms",
-                 sum(1 for op in func.regions[0].blocks[0].ops if op.name == "relay.layout_transform"))
+                 sum(1 for op in block.ops if op.name == "relay.layout_transform"))
+        ctx.stat(self, "ops-adapted", c.adapted)
+        ctx.stat(self, "ops-converted", c.converted)
+
+
+def default_kernel_layout(d, groups=1, channels=None):
+    """The kernel layout TVM pairs with data layout `d` ("default")."""
+    spatial = "".join(a for a in d.axes if a.isupper() and a not in "NC")
+    m = _BLOCKED_DATA.match(d.name)
+    if m:
+        f = m.group(2)
+        return f"OI{m.group(1)}{f}i{f}o"
+    if d.axes[-1] == "C":     # channels last: HWIO, depthwise HWOI
+        depthwise = groups > 1 and channels is not None and groups == channels
+        return spatial + ("OI" if depthwise else "IO")
+    return "OI" + spatial
+
+
+def permutation(src, dst):
+    """perm with dst axis i = src axis perm[i], or None for blocked layouts."""
+    from ..layouts import Layout
+    s, d = Layout(src), Layout(dst)
+    if s.is_blocked() or d.is_blocked() or sorted(s.axes) != sorted(d.axes):
+        return None
+    return [s.axes.index(a) for a in d.axes]
 
 
 class Converter:
-    def __init__(self, data_layout, kernel_layout):
-        self.data_layout = data_layout
-        self.kernel_layout = kernel_layout
+    def __init__(self, pass_):
+        self.desired = {f"relay.{k}": v for k, v in pass_.desired_layouts.items()}
         self.twin = {}        # original value -> (twin value, layout of twin, layout of original)
         self.memo = {}        # (value, src, dst) -> transformed value
         self.old = []         # converted original ops, erased at the end if unused
-        self.maybe_dead = []  # transforms that composition may have bypassed
-        self.convs = 0
+        self.maybe_dead = []  # transforms and constants that may end up unused
+        self.converted = self.adapted = self.convs = 0
 
     # -- transforms ----------------------------------------------------------
 
@@ -144,16 +196,21 @@ class Converter:
 
     def convert_block(self, block):
         from ....ir.traits import TERMINATOR
+        from ..ops.base import RelayOp
         for op in list(block.ops):
-            name = op.name
-            if name == "relay.nn.conv2d":
-                self.convert_conv(op)
+            if op.name in self.desired and self.convert_named(op):
                 continue
             if not any(v in self.twin for v in op.operands):
                 continue
             done = False
-            if TERMINATOR not in op.traits and not op.regions and len(op.results) == 1:
-                done = self.adapt(op)
+            if (isinstance(op, RelayOp) and TERMINATOR not in op.traits and not op.regions
+                    and len(op.results) == 1 and op.name != "relay.call"):
+                try:
+                    done = self.adapt(op)
+                except Exception:   # noqa: BLE001 -- an op that cannot take the layout keeps its own
+                    done = False
+                if done:
+                    self.adapted += 1
             if not done:
                 for i, v in enumerate(op.operands):
                     if v in self.twin:
@@ -162,25 +219,94 @@ class Converter:
         while erase_if_dead(self.old) + erase_if_dead(self.maybe_dead):
             pass
 
-    def convert_conv(self, op):
-        from ..ops.nn import Conv2DOp
+    def layout_attrs(self, op):
+        """(data layout attr, kernel layout attr or None, out layout attr or None)."""
+        names = op.LAYOUT_ATTRS
+        data = names[0]
+        kernel = "kernel_layout" if "kernel_layout" in names else None
+        out = "out_layout" if "out_layout" in names else None
+        return data, kernel, out
+
+    def convert_named(self, op) -> bool:
+        """Rebuild a "layout" op named in the option in its desired layouts."""
         a = op.attributes
-        cur_d, cur_k = a["data_layout"], a["kernel_layout"]
-        cur_o = a["out_layout"] or cur_d
-        want_d, want_k = self.data_layout, self.kernel_layout
-        data, weight = op.operands
-        if cur_d == want_d and cur_k == want_k and cur_o == want_d and data not in self.twin and weight not in self.twin:
-            return
-        nd = self.as_layout(data, cur_d, want_d, op)
-        nw = self.as_layout(weight, cur_k, want_k, op)
+        data_attr, kernel_attr, out_attr = self.layout_attrs(op)
+        channels = None
+        if kernel_attr is not None and op.operands[0].type.is_complete:
+            from ..layouts import Layout
+            try:
+                channels = Layout(a[data_attr]).primal_shape(op.operands[0].type.shape).get("C")
+            except Exception:   # noqa: BLE001 -- the type relation reports a bad layout
+                channels = None
+        want_d, want_k = ConvertLayout.layouts_for(op.op_name, self.desired[op.name],
+                                                   a.get("groups", 1), channels)
+        return self.rebuild_layout_op(op, want_d, want_k)
+
+    def rebuild_layout_op(self, op, want_d, want_k) -> bool:
+        a = op.attributes
+        data_attr, kernel_attr, out_attr = self.layout_attrs(op)
+        cur_d = a[data_attr]
+        cur_o = (a.get(out_attr) if out_attr else "") or cur_d
+        cur_k = a[kernel_attr] if kernel_attr else None
+        ops = list(op.operands)
+        if (cur_d == want_d and cur_o == want_d and (want_k is None or cur_k == want_k)
+                and not any(v in self.twin for v in ops[:2])):
+            return True
+        from ....ir.diagnostics import DiagnosticError
+        from ..layouts import LayoutError
+        try:
+            new_ops = [self.as_layout(ops[0], cur_d, want_d, op)]
+            if kernel_attr is not None:
+                new_ops.append(self.as_layout(ops[1], cur_k, want_k, op))
+        except (DiagnosticError, LayoutError):
+            return False    # e.g. 3 channels do not split into NCHW16c: the op keeps its layout
+        rest = ops[len(new_ops):]
+        new_ops += [self.back(v, op) if v in self.twin else v for v in rest]
         attrs = dict(a)
-        attrs.update(data_layout=want_d, kernel_layout=want_k, out_layout="")
-        new = Conv2DOp.build(nd, nw, loc=op.loc, **attrs)
+        attrs[data_attr] = want_d
+        if kernel_attr is not None:
+            attrs[kernel_attr] = want_k
+        if out_attr is not None:
+            attrs[out_attr] = ""
+        new = self.try_build(op, new_ops, attrs, cur_o, want_d)
+        if new is None:
+            return False
+        self.converted += 1
+        if kernel_attr is not None:
+            self.convs += 1
+        self.record(op, new.results[0], want_d, cur_o)
+        return True
+
+    def try_build(self, op, operands, attrs, orig, lay):
+        """The op rebuilt on `operands`, inserted before `op`, if its result
+        is op's result in layout `lay` (from `orig`); else None.  Of a tuple
+        result, the fields of the layout's rank are in `lay`, the others
+        (batch_norm's statistics) must come out as they were."""
+        from ....ir.diagnostics import DiagnosticError
+        from ....ir.types import TupleType
+        from ..layouts import Layout, LayoutError
+        rtype = op.results[0].type
+        fields = rtype.types if isinstance(rtype, TupleType) else (rtype,)
+        rank = len(Layout(orig).axes)
+        try:
+            want = []
+            for f in fields:
+                shape = getattr(f, "shape", None)
+                if shape is not None and len(shape) == rank and orig != lay:
+                    shape = Layout(orig).convert_shape(shape, Layout(lay))
+                want.append((tuple(shape) if shape is not None else None, getattr(f, "element_type", None)))
+            new = type(op).build(*operands, loc=op.loc, **attrs)
+        except (DiagnosticError, LayoutError, ValueError, KeyError):
+            return None
+        t = new.results[0].type
+        got = t.types if isinstance(t, TupleType) else (t,)
+        if len(got) != len(want) or any(getattr(g, "shape", None) != ws or getattr(g, "element_type", None) is not we
+                                         for g, (ws, we) in zip(got, want)):
+            new.drop_operands()
+            return None
         op.parent.insert_before(op, new)
-        r = new.results[0]
-        r.name = op.results[0].name
-        self.convs += 1
-        self.record(op, r, want_d, cur_o)
+        new.results[0].name = op.results[0].name
+        return new
 
     def record(self, op, new_value, lay, orig):
         """`new_value` (layout lay) stands for op's result (layout orig)."""
@@ -191,32 +317,47 @@ class Converter:
         self.twin[op.results[0]] = (new_value, lay, orig)
         self.old.append(op)
 
+    # -- consumers of a twin ---------------------------------------------------------
+
     def adapt(self, op) -> bool:
         """Give `op` a twin built on its operands' twins; False if it cannot."""
-        from ..ops.elemwise import BinaryBroadcastOp
-        from ..ops.nn import BiasAddOp
-        from ..ops.transform import LayoutTransformOp
-        from ..ops.base import OpPattern, RelayOp
-        if isinstance(op, LayoutTransformOp):
+        kind = getattr(op, "LAYOUT", "opaque")
+        if op.name == "relay.layout_transform":
             return self.adapt_transform(op)
-        if isinstance(op, BiasAddOp):
-            return self.adapt_bias_add(op)
-        if isinstance(op, BinaryBroadcastOp):
-            return self.adapt_binary(op)
-        if (isinstance(op, RelayOp) and op.PATTERN == OpPattern.ELEMWISE and len(op.operands) == 1
-                and op.results[0].type is op.operands[0].type):
-            tv, lay, orig = self.twin[op.operands[0]]
-            self.build_twin(op, [tv], {}, lay, orig)
-            return True
+        if op.name == "relay.get_item":
+            return self.adapt_get_item(op)
+        if kind == "layout":
+            return self.adapt_layout_op(op)
+        if kind in ("elemwise", "broadcast"):
+            return self.adapt_broadcast(op)
+        if kind == "axis":
+            return self.adapt_axis(op)
         return False
 
-    def build_twin(self, op, operands, attr_changes, lay, orig):
-        attrs = dict(op.attributes)
-        attrs.update(attr_changes)
-        new = type(op).build(*operands, loc=op.loc, **attrs)
+    def adapt_layout_op(self, op) -> bool:
+        """A pool / resize not named in the option follows its data's layout."""
+        data_attr, kernel_attr, _ = self.layout_attrs(op)
+        data = op.operands[0]
+        if kernel_attr is not None or data not in self.twin:
+            return False
+        tv, lay, orig = self.twin[data]
+        if op.attributes[data_attr] != orig:
+            return False
+        return self.rebuild_layout_op(op, lay, None)
+
+    def adapt_get_item(self, op) -> bool:
+        """A field of a twinned tuple: in the twin's layout when it has the
+        layout's rank, else the same value as before."""
+        from ..layouts import Layout
+        from ..ops.control import TupleGetItemOp
+        tv, lay, orig = self.twin[op.operands[0]]
+        new = TupleGetItemOp.build(tv, loc=op.loc, **op.attributes)
         op.parent.insert_before(op, new)
         new.results[0].name = op.results[0].name
-        self.record(op, new.results[0], lay, orig)
+        t = op.results[0].type
+        in_layout = len(getattr(t, "shape", ())) == len(Layout(orig).axes)
+        self.record(op, new.results[0], lay if in_layout else orig, orig)
+        return True
 
     def adapt_transform(self, op) -> bool:
         v = op.operands[0]
@@ -231,56 +372,50 @@ class Converter:
             out.name = out_name
         return True
 
-    def adapt_bias_add(self, op) -> bool:
-        from ..layouts import Layout
-        data, bias = op.operands
-        if data not in self.twin or bias in self.twin:
-            return False
-        tv, lay, orig = self.twin[data]
-        rank = len(data.type.shape)
-        lo, ll = Layout(orig), Layout(lay)
-        if len(lo.axes) != rank:
-            return False
-        letter = lo.axes[op.norm_axis(rank)]
-        if not letter.isupper() or letter not in ll.axes or letter.lower() in ll.factors:
-            return False
-        self.build_twin(op, [tv, bias], {"axis": ll.axes.index(letter)}, lay, orig)
-        return True
-
-    def adapt_binary(self, op) -> bool:
-        from ..layouts import Layout, LayoutError
-        rtype = op.results[0].type
-        rank = len(rtype.shape)
+    def common_layout(self, op):
+        """(L, O) shared by every twinned operand, or None."""
         target = None
         for v in op.operands:
             t = self.twin.get(v)
             if t is None:
                 continue
-            if target is not None and t[1:] != target or len(v.type.shape) != rank:
-                return False
+            if target is not None and t[1:] != target:
+                return None
             target = t[1:]
+        return target
+
+    def adapt_broadcast(self, op) -> bool:
+        from ..layouts import Layout, LayoutError
+        target = self.common_layout(op)
+        if target is None:
+            return False
         lay, orig = target
         lo, ll = Layout(orig), Layout(lay)
-        if len(lo.axes) != rank:
+        rtype = op.results[0].type
+        shape = getattr(rtype, "shape", None)
+        rank = len(lo.axes)
+        if shape is None or len(shape) != rank:
             return False
         new_ops = []
         for v in op.operands:
             t = self.twin.get(v)
             if t is not None:
+                if len(v.type.shape) != rank:
+                    return False
                 new_ops.append(t[0])
                 continue
-            shape = v.type.shape
-            if None in shape:
+            vs = getattr(v.type, "shape", None)
+            if vs is None or None in vs:
                 return False
             n = 1
-            for d in shape:
+            for d in vs:
                 n *= d
-            if n == 1 and len(shape) <= rank:
+            if n == 1 and len(vs) <= rank:
                 new_ops.append(v)   # one element broadcasts the same in any layout
                 continue
             try:
-                if len(shape) == rank:
-                    lo.convert_shape(shape, ll)
+                if len(vs) == rank:
+                    lo.convert_shape(vs, ll)
                     new_ops.append(self.transform(v, orig, lay, op))
                     continue
                 c = v.defining_op()
@@ -289,16 +424,45 @@ class Converter:
                 new_ops.append(self.relayout_constant(c, rank, orig, lay, op))
             except LayoutError:
                 return False
-        try:
-            want = lo.convert_shape(rtype.shape, ll)
-        except LayoutError:
+        new = self.try_build(op, new_ops, op.attributes, orig, lay)
+        if new is None:
             return False
-        new = type(op).build(*new_ops, loc=op.loc, **op.attributes)
-        if new.results[0].type.shape != want:
-            new.drop_operands()
+        self.record(op, new.results[0], lay, orig)
+        return True
+
+    def adapt_axis(self, op) -> bool:
+        target = self.common_layout(op)
+        if target is None:
             return False
-        op.parent.insert_before(op, new)
-        new.results[0].name = op.results[0].name
+        lay, orig = target
+        perm = permutation(orig, lay)
+        data = op.operands[0]
+        if perm is None or data not in self.twin:
+            return False
+        rank = len(perm)
+        from ....ir.types import TupleType
+        rtype = op.results[0].type
+        first = rtype.types[0] if isinstance(rtype, TupleType) and rtype.types else rtype
+        shape = getattr(first, "shape", None)
+        if shape is None or len(shape) != rank or len(data.type.shape) != rank:
+            return False
+        changes = op.relayout(perm)
+        if changes is None:
+            return False
+        new_ops = []
+        for v in op.operands:
+            t = self.twin.get(v)
+            if t is not None:
+                new_ops.append(t[0])
+            elif len(getattr(v.type, "shape", ())) == rank:
+                new_ops.append(self.transform(v, orig, lay, op))
+            else:
+                new_ops.append(v)    # a 1-d parameter (bias, gamma) or a scalar
+        attrs = dict(op.attributes)
+        attrs.update(changes)
+        new = self.try_build(op, new_ops, attrs, orig, lay)
+        if new is None:
+            return False
         self.record(op, new.results[0], lay, orig)
         return True
 

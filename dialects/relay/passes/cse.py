@@ -7,7 +7,11 @@ table is replaced by the earlier op's results and erased.  Because the
 earlier op sits before it in the same block (or in an enclosing block), it
 dominates every use: the rewrite is always valid.  Nested regions see the
 enclosing blocks' tables (a scoped table), but nothing crosses an
-isolated-from-above op such as a function.
+isolated-from-above op such as a function.  So an ``if`` branch, a
+``match`` arm or a closure body reuses a value computed before it, and
+sibling branches never share one (neither dominates the other).  Ops with
+regions are never merged themselves; the binders of two arms are distinct
+values, so nothing keyed on them merges across arms.
 
 Commutative ops (add, multiply, maximum, ...) key their operands as a
 sorted pair, so ``add(%a, %b)`` and ``add(%b, %a)`` merge.  Constants key on

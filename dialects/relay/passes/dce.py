@@ -1,10 +1,14 @@
 """--dce: dead-code elimination (TVM's DeadCodeElimination, for SSA graphs).
 
 1. In every relay.func, erase pure ops none of whose results is used, to a
-   fixed point.  A worklist makes it linear: every op is checked once, and
-   erasing an op re-checks only the producers of its operands.  ``relay.call``
-   counts as pure when its callee is a relay.func (relay functions have no
-   side effects); calls to lowered te/tir kernels are kept.
+   fixed point, in the body and in every region nested in it (``if``
+   branches, ``match`` arms, closure bodies).  A worklist makes it linear:
+   every op is checked once, and erasing an op re-checks only the producers
+   of the values it (or anything inside it) used.  ``relay.call`` counts as
+   pure when its callee is a relay.func (relay functions have no side
+   effects); calls to lowered te/tir kernels are kept.  An unused ``fn``
+   goes (making a closure runs nothing); an unused ``if`` or ``match`` goes
+   when everything its regions run could go.
 2. Erase module-level relay.funcs marked ``primitive`` (fused kernels) that
    nothing references any more: reference counts over every symbol an
    attribute names, dropped as dead kernels go, so a kernel only a dead
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 
 from ....ir.attributes import SymbolRef
 from ....ir.pass_manager import ModulePass
-from ....ir.traits import PURE, TERMINATOR
+from ....ir.traits import ISOLATED_FROM_ABOVE, PURE, TERMINATOR
 from . import RELAY_FUNC, is_primitive, relay_functions
 
 
@@ -40,10 +44,22 @@ class DeadCodeElimination(ModulePass):
         ctx.stat(self, "ops-erased", erase_dead_ops(func.regions[0].blocks[0], None))
 
 
+# Ops with regions that compute a value and may go when it is unused.
+_VALUE_REGION_OPS = ("relay.if", "relay.match")
+
+
 def removable(op, functions) -> bool:
-    """Pure, no regions, not a terminator, and has results to be unused."""
-    if not op.results or op.regions or TERMINATOR in op.traits:
+    """Has results to be unused, is not a terminator, and running it has no
+    effect besides its results."""
+    if not op.results or TERMINATOR in op.traits:
         return False
+    if op.regions:
+        if op.name == "relay.fn":
+            return True   # a closure's body runs only when it is called
+        if op.name not in _VALUE_REGION_OPS:
+            return False
+        return all(TERMINATOR in o.traits or removable(o, functions)
+                   for r in op.regions for b in r.blocks for o in b.ops)
     if PURE in op.traits:
         return True
     if op.name == "relay.call" and functions is not None:
@@ -53,7 +69,8 @@ def removable(op, functions) -> bool:
 
 
 def erase_dead_ops(block, functions) -> int:
-    work = list(block.ops)   # popped from the end: users before producers
+    """Erase dead ops in `block` and the regions nested in it."""
+    work = _ops_in(block)   # popped from the end: users before producers, inner before outer
     erased = 0
     while work:
         op = work.pop()
@@ -61,13 +78,32 @@ def erase_dead_ops(block, functions) -> int:
             continue
         if any(r.uses for r in op.results):
             continue
-        producers = [v.defining_op() for v in op.operands]
+        if op.regions:
+            producers = [v.defining_op() for o in op.walk() for v in o.operands]
+        else:
+            producers = [v.defining_op() for v in op.operands]
         op.erase()
         erased += 1
         for d in producers:
-            if d is not None and d.parent is block:
+            # not the ops that went with it (inside its regions)
+            if d is not None and d.parent is not None and not op.is_ancestor(d):
                 work.append(d)
     return erased
+
+
+def _ops_in(block):
+    """Every op in `block` and its nested (not isolated) regions, pre-order."""
+    out = []
+    stack = [iter(block.ops)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        out.append(op)
+        if op.regions and ISOLATED_FROM_ABOVE not in op.traits:
+            stack.append(o for r in op.regions for b in r.blocks for o in b.ops)
+    return out
 
 
 def erase_dead_functions(module) -> int:

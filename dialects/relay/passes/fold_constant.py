@@ -1,12 +1,27 @@
-"""--fold-constant: evaluate ops whose operands are all constants (TVM's FoldConstant).
+"""--fold-constant: evaluate what is known at compile time (TVM's FoldConstant).
 
-One forward sweep per (non-primitive) relay.func, in SSA order: an op whose
-every operand is a ``relay.constant`` is evaluated by the reference
-interpreter (the op's ``compute``) and replaced by a new ``relay.constant``.
+One forward sweep over each (non-primitive) relay.func, its body and every
+block nested in it (``if`` / ``match`` branches, closures), in SSA order:
+
+* an op whose every operand is a ``relay.constant`` is evaluated by the
+  reference interpreter (the op's ``compute``) and replaced by a new
+  ``relay.constant``; an op that returns a tuple (``split``,
+  ``nn.batch_norm``) becomes a ``tuple`` of constants;
+* ``get_item`` of a ``tuple`` op is the field itself (so the projections
+  of a folded tuple fold too);
+* ``shape_of`` and ``ndarray_size`` of a value whose type is static fold
+  even when the value is not constant: only its type matters;
+* a creation op with no operands (``zeros``, ``arange``, ...) folds when its
+  result has at most ``MAX_CREATED`` elements.
+
 Because the sweep runs in order, a folded result feeds the folding of the
 ops after it, so whole constant subgraphs (a weight's layout_transform, a
-chain of arithmetic on constants) fold in one pass.  Calls are never folded
-(they may be kernels), nor ops without a compute.  Constants whose uses all
+chain of arithmetic on constants, a reshape of a static shape) fold in one
+pass.  Never folded: calls (they may be kernels), ops with regions, ops
+without a compute, ops whose class says ``STATEFUL = True``, and qnn ops
+unless ``fold-qnn=true`` (TVM's ``fold_qnn``: they are canonicalised to
+integer arithmetic first).  An evaluation that fails (an integer division by
+zero among constants) leaves the op for run time.  Constants whose uses all
 went away are erased at the end.
 
 The new constant's resource key (the name its bytes get in the resource
@@ -24,12 +39,18 @@ from dataclasses import dataclass
 from ....ir.pass_manager import ModulePass
 from . import defining_constant, erase_if_dead, relay_functions
 
+# a creation op with no operands folds only up to this many elements
+MAX_CREATED = 1 << 16
+
+SHAPE_OPS = ("relay.shape_of", "relay.ndarray_size")
+
 
 @dataclass
 class FoldConstant(ModulePass):
     """Evaluate subgraphs whose inputs are all constants."""
 
     NAME = "fold-constant"
+    fold_qnn: bool = False
 
     def run(self, module, ctx):
         from .infer_type import ensure_types
@@ -38,52 +59,139 @@ class FoldConstant(ModulePass):
             self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
-        folded, removed = fold_block(func.regions[0].blocks[0])
+        from .fuse_ops import function_blocks
+        folded = removed = 0
+        for block in function_blocks(func):
+            f, r = fold_block(block, self.fold_qnn)
+            folded += f
+            removed += r
         ctx.stat(self, "ops-folded", folded)
         ctx.stat(self, "constants-removed", removed)
 
 
-def foldable(op) -> bool:
+def foldable(op, fold_qnn: bool = False) -> bool:
+    """May `op` be evaluated when its operands are constants?"""
     from ..ops.base import RelayOp
-    if not isinstance(op, RelayOp) or op.regions or len(op.results) != 1 or not op.operands:
+    if not isinstance(op, RelayOp) or op.regions or len(op.results) != 1:
         return False
-    if op.name in ("relay.call", "relay.constant") or type(op).compute is RelayOp.compute:
+    name = op.name
+    if name in ("relay.call", "relay.constant", "relay.tuple") or type(op).compute is RelayOp.compute:
         return False
-    return op.results[0].type.is_complete
+    if getattr(op, "STATEFUL", False) or (not fold_qnn and name.startswith("relay.qnn.")):
+        return False
+    t = op.results[0].type
+    if not t.is_complete:
+        return False
+    if not op.operands:
+        n = getattr(t, "num_elements", None)
+        return n is not None and n <= MAX_CREATED
+    return True
 
 
-def fold_block(block):
-    """Fold every all-constant op in `block`; returns (ops folded, constants erased)."""
-    from ..interpreter import evaluate_op
+def fold_block(block, fold_qnn: bool = False):
+    """Fold what can be folded in `block`; returns (ops folded, constants erased)."""
     folded = 0
-    used_consts = []
+    used = []
     for op in list(block.ops):
-        if not foldable(op):
+        if op.parent is None:
             continue
-        consts = [defining_constant(v) for v in op.operands]
-        if None in consts:
-            continue
-        value = evaluate_op(op, [c.attributes["value"].array for c in consts])
-        new = make_constant(op, value, consts)
-        block.insert_before(op, new)
+        name = op.name
+        if name == "relay.get_item":
+            t = op.operands[0].defining_op()
+            if t is not None and t.name == "relay.tuple":
+                replace_value(op, t.operands[op.attributes["index"]])
+                used.append(t)
+                folded += 1
+                continue
+        if name in SHAPE_OPS and op.operands and _static(op.operands[0].type):
+            new = [shape_constant(op)]
+        else:
+            if not foldable(op, fold_qnn):
+                continue
+            consts = [defining_constant(v) for v in op.operands]
+            if None in consts:
+                continue
+            new = constant_ops_for(op, consts)
+            if new is None:
+                continue
+            used.extend(consts)
+        for n in new:
+            block.insert_before(op, n)
         r = op.results[0]
-        new.results[0].name = r.name
-        r.replace_all_uses_with(new.results[0])
+        if r.name and new[-1].results[0].name is None:
+            new[-1].results[0].name = r.name
+        r.replace_all_uses_with(new[-1].results[0])
         op.erase()
-        used_consts.extend(consts)
         folded += 1
-    return folded, erase_if_dead(used_consts)
+    return folded, erase_if_dead(used)
 
 
-def make_constant(op, value, consts):
-    """A relay.constant holding `value`, replacing `op`."""
+def replace_value(op, value):
+    r = op.results[0]
+    if value.name is None and r.name is not None:
+        value.name = r.name
+    r.replace_all_uses_with(value)
+    op.erase()
+
+
+def _static(t):
+    from ....ir.types import TensorType
+    return isinstance(t, TensorType) and t.is_static
+
+
+def constant_ops_for(op, consts):
+    """New ops holding op's value on the constants `consts` (a constant, or
+    constants and a tuple for a tuple value), last one the value; None when
+    the evaluation fails."""
+    from ....ir.diagnostics import DiagnosticError
+    from ..interpreter import evaluate_op
+    try:
+        value = evaluate_op(op, [c.attributes["value"].array for c in consts])
+    except DiagnosticError:
+        return None
+    return value_ops(op, value, op.results[0].type, consts)
+
+
+def value_ops(op, value, t, consts, suffix=""):
+    from ....ir.types import TupleType
+    from ..ops.control import TupleOp
+    if isinstance(t, TupleType):
+        out, fields = [], []
+        for i, (v, ft) in enumerate(zip(value, t.types)):
+            sub = value_ops(op, v, ft, consts, f"{suffix}_{i}")
+            out.extend(sub)
+            fields.append(sub[-1].results[0])
+        out.append(TupleOp(fields, [t], {}, (), op.loc))
+        return out
+    return [make_constant(op, value, consts, t, suffix)]
+
+
+def make_constant(op, value, consts, t=None, suffix=""):
+    """A relay.constant holding `value`, replacing `op` (or its field)."""
     from ....ir.attributes import DenseAttr
     from ..ops.function import ConstantOp
     name = op.results[0].name
     if name and not name[0].isdigit():
-        key = name
-    else:
+        key = name + suffix
+    elif consts:
         c = consts[0]
         base = c.attributes["value"].key or c.results[0].name
-        key = f"{base}_{op.name[len('relay.'):].replace('.', '_')}" if base else None
-    return ConstantOp.get(DenseAttr(value, op.results[0].type, key), loc=op.loc)
+        key = f"{base}_{op.name[len('relay.'):].replace('.', '_')}{suffix}" if base else None
+    else:
+        key = None
+    return ConstantOp.get(DenseAttr(value, t or op.results[0].type, key), loc=op.loc)
+
+
+def shape_constant(op):
+    """shape_of / ndarray_size of a statically shaped value, from its type."""
+    import numpy as np
+
+    from ....ir.types import to_numpy_dtype
+    shape = op.operands[0].type.shape
+    t = op.results[0].type
+    dtype = to_numpy_dtype(t.element_type)
+    if op.name == "relay.shape_of":
+        arr = np.array(shape, dtype=dtype).reshape(t.shape)
+    else:
+        arr = np.array(int(np.prod(shape, dtype=np.int64)), dtype=dtype).reshape(t.shape)
+    return make_constant(op, arr, [], t)

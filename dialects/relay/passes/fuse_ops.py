@@ -1,42 +1,60 @@
 """--fuse-ops: TVM's FuseOps, on SSA blocks.
 
-Each non-primitive relay.func body is partitioned into groups, and each
-group becomes one module-level ``relay.func @fused_<ops> attributes
-{primitive}`` (one kernel) that the body calls.  The partition is TVM's
-(src/relay/analysis/graph_partitioner.cc), step for step:
+Each non-primitive relay.func is partitioned into groups, block by block
+(its body, and the blocks of any ``if`` / ``match`` / closure nested in
+it), and each group becomes one module-level ``relay.func @fused_<ops>
+attributes {primitive}`` (one kernel) that the block calls.  The partition
+is TVM's (src/relay/analysis/graph_partitioner.cc), step for step:
 
-1. Indexed forward graph.  Nodes are the body's ops in program order (a
-   topological order); an edge goes from an op to each user, one per operand
-   slot, labelled with the user's pattern kind (``PATTERN`` on each op class),
-   demoted from BROADCAST to ELEMWISE when that operand already has the
-   result's shape.  A value used by ``return`` (or anything outside the
-   graph) is ``extern_ref``.  Constants and block arguments are not nodes:
-   they have no inputs, so they never change anyone's post-dominator.  Dead
-   pure ops are erased first: TVM's graph holds only what the result needs,
-   and a dead user would change who post-dominates whom.
+1. Indexed forward graph.  Nodes are the block's ops in program order (a
+   topological order) except constants and the terminator; an edge goes
+   from an op to each user, one per operand slot, labelled with the user's
+   pattern kind (``PATTERN`` on each op class), demoted from BROADCAST to
+   ELEMWISE when that operand already has the result's shape.  As in TVM's
+   IndexedForwardGraph, an edge into a ``tuple`` is INJECTIVE, and a
+   ``get_item`` of a tuple holding non-tensors cuts its producer off.  A
+   value used by ``return``, by an op with regions (``if``, ``match``,
+   ``fn``: TVM's "do not fuse through if"), by an op nested in a region, or
+   anything else outside the graph is ``extern_ref``.  Constants and block
+   arguments are not nodes: they have no inputs, so they never change anyone's
+   post-dominator.  Dead pure ops are erased first: TVM's graph holds only
+   what the result needs, and a dead user would change who post-dominates
+   whom.
 2. Post-dominator tree, in one reverse-topological sweep: a node's immediate
    post-dominator is the least common ancestor (walking up by depth) of its
    users; the edge and node patterns met on the way are max-combined into
    the node's ``dom pattern``.  An extern_ref node has no post-dominator.
 3. Union-find groups, three sweeps in topological order:
-   phase 0: an OUT_ELEMWISE_FUSABLE anchor (conv2d, dense) fuses into its
-            post-dominator when the dom pattern is ELEMWISE and every node on
-            the paths between is at most BROADCAST; ELEMWISE/BROADCAST nodes
-            fuse into a post-dominator reached through at most INJECTIVE nodes
-            (the sink may be an anchored group);
-   phase 1: the same for ELEMWISE/BROADCAST, plus INJECTIVE chains
-            (all paths INJECTIVE) -- deferred so that anchors finish first;
+   phase 0: an OUT_ELEMWISE_FUSABLE anchor (conv2d, dense, pools, softmax)
+            fuses into its post-dominator when the dom pattern is ELEMWISE and
+            every node on the paths between is at most BROADCAST;
+            ELEMWISE/BROADCAST nodes fuse into a post-dominator that is at
+            most INJECTIVE or a COMM_REDUCE (a reduction takes in its
+            elementwise inputs), reached through at most INJECTIVE nodes (the
+            sink may be an anchored group);
+   phase 1: the same for ELEMWISE/BROADCAST, plus INJECTIVE and TUPLE
+            nodes (all paths INJECTIVE) -- deferred so that anchors finish;
    phase 2: injective ops into intermediate tuples.
+   A COMM_REDUCE node fuses into nothing, and an OPAQUE one never fuses.
    Fusing merges every node on every path from the node to its
-   post-dominator.  ``max-depth`` caps a group's node count; OPAQUE nodes
-   (calls, ops marked opaque) never fuse; ``opt-level=0`` keeps each op alone.
+   post-dominator, so a group has one output: its root.  ``max-depth`` caps
+   a group's node count; ``opt-level=0`` keeps each op alone.
 4. Outlining: each group's ops are cloned into a primitive function whose
    parameters are the group's inputs in first-use order (``%p0, %p1, ...``);
    single-element constants are cloned in, larger ones stay in the caller and
-   are passed.  The group's last op (its post-dominating root, the only value
-   used outside it) becomes ``%r = call @fused_...(args)``.  Structurally
-   identical groups (same ops, attributes, wiring and types) share one
-   function; name clashes get ``_1``, ``_2`` suffixes.
+   are passed.  The group's root becomes ``%r = call @fused_...(args)``.
+   As in TVM's FuseMutator, a group that is a lone ``tuple``, a lone
+   ``get_item`` of another group's tuple, a call or an op with regions is
+   left as it is.  Structurally identical groups (same ops, attributes,
+   wiring and types) share one function; name clashes get ``_1``, ``_2``.
+
+Beyond TVM, and on by default, ``reduce-epilogue`` lets a COMM_REDUCE group
+fuse into its post-dominator too, through at most INJECTIVE nodes and other
+reductions (never into an anchored group): LayerNorm's mean, variance and
+normalisation then form one kernel, where TVM makes four (``mean``,
+``subtract``, ``power_mean``, ``add_sqrt_divide_multiply_add``), and a
+BERT-base encoder layer drops from 58 ops to 17 kernels instead of 23.
+``reduce-epilogue=false`` gives TVM's partition exactly.
 
 Cost: the graph, tree and outlining are linear; each fusion attempt walks
 only the nodes between a node and its post-dominator (as in TVM), so a
@@ -48,7 +66,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
-from ....ir.traits import TERMINATOR
+from ....ir.traits import ISOLATED_FROM_ABOVE, TERMINATOR
 from . import relay_functions
 
 # OpPattern values, as plain ints (compared in hot loops).
@@ -56,6 +74,9 @@ ELEMWISE, BROADCAST, INJECTIVE, COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = 0, 1, 2,
 
 # TVM truncates kernel names past this length and appends a hash.
 MAX_NAME_LENGTH = 80
+
+# ops TVM leaves out of kernel names (they compute nothing)
+_UNNAMED = frozenset({"relay.tuple", "relay.get_item"})
 
 
 @dataclass
@@ -65,6 +86,7 @@ class FuseOps(ModulePass):
     NAME = "fuse-ops"
     max_depth: int = 256
     opt_level: int = 2
+    reduce_epilogue: bool = True
 
     def validate(self):
         if self.max_depth < 1:
@@ -73,28 +95,52 @@ class FuseOps(ModulePass):
             raise ValueError(f"opt-level must be >= 0, got {self.opt_level}")
 
     def run(self, module, ctx):
+        from .dce import erase_dead_ops
         from .infer_type import ensure_types
         ensure_types(module)
-        from .dce import erase_dead_ops
         outliner = Outliner(module)
         table = {op.attributes["sym_name"]: op for op in module.regions[0].blocks[0].ops
                  if isinstance(op.attributes.get("sym_name"), str)}
         dead = 0
         for func in relay_functions(module, include_primitive=False):
-            block = func.regions[0].blocks[0]
-            # TVM's graph holds only what the body's result needs; a dead user
-            # would otherwise break post-dominance (and a group's single output)
-            dead += erase_dead_ops(block, table)
-            graph = Graph(block)
-            groups = partition(graph, self.max_depth, self.opt_level)
-            outliner.outline(func, graph, groups)
+            for block in function_blocks(func):
+                # TVM's graph holds only what the block's result needs; a dead
+                # user would otherwise break post-dominance (and a group's single output)
+                dead += erase_dead_ops(block, table)
+                graph = Graph(block)
+                groups = partition(graph, self.max_depth, self.opt_level, self.reduce_epilogue)
+                outliner.outline(func, graph, groups)
         ctx.stat(self, "fused-groups", outliner.groups)
         ctx.stat(self, "functions-created", outliner.created)
         ctx.stat(self, "ops-fused", outliner.ops)
         ctx.stat(self, "dead-ops-erased", dead)
 
 
+def function_blocks(func):
+    """The body of `func` and every block nested in it (if/match branches,
+    closure bodies), but not inside isolated-from-above ops."""
+    out = []
+    stack = [func.regions[0].blocks[0]]
+    while stack:
+        b = stack.pop()
+        out.append(b)
+        for op in b.ops:
+            if op.regions and ISOLATED_FROM_ABOVE not in op.traits:
+                for r in op.regions:
+                    stack.extend(r.blocks)
+    return out
+
+
 # -- 1. the indexed forward graph ----------------------------------------------
+
+def op_pattern(op) -> int:
+    """The op's fusion pattern; anything that is not a plain relay op
+    (a call is a RelayOp marked OPAQUE) or that has regions is OPAQUE."""
+    from ..ops.base import RelayOp
+    if isinstance(op, RelayOp) and not op.regions:
+        return int(op.PATTERN)
+    return OPAQUE
+
 
 class Graph:
     """Nodes are the ops of `block` except constants and the terminator."""
@@ -102,31 +148,47 @@ class Graph:
     __slots__ = ("ops", "pattern", "outputs", "extern_ref")
 
     def __init__(self, block):
-        from ..ops.base import RelayOp
-        ops = [op for op in block.ops if op.name != "relay.constant" and not _is_terminator(op)]
+        from ....ir.types import TensorType, TupleType
+        ops = [op for op in block.ops if op.name != "relay.constant" and TERMINATOR not in op.traits]
         index = {op: i for i, op in enumerate(ops)}
         n = len(ops)
-        pattern = [OPAQUE] * n
+        pattern = [op_pattern(op) for op in ops]
         outputs = [[] for _ in range(n)]
         extern = [False] * n
         for i, op in enumerate(ops):
-            if isinstance(op, RelayOp) and not op.regions:
-                pattern[i] = int(op.PATTERN)
             p = pattern[i]
+            name = op.name
             rshape = _shape(op.results[0].type) if len(op.results) == 1 else None
             for v in op.operands:
                 d = v.defining_op()
                 j = index.get(d) if d is not None else None
                 if j is None:
                     continue
-                ep = p
-                if ep == BROADCAST and rshape is not None and _shape(v.type) == rshape:
-                    ep = ELEMWISE
+                if op.regions:
+                    extern[j] = True    # do not fuse through if / match / fn
+                    continue
+                if name == "relay.tuple":
+                    if not isinstance(v.type, TensorType):
+                        extern[j] = True
+                        continue
+                    ep = INJECTIVE
+                elif name == "relay.get_item":
+                    t = v.type
+                    if isinstance(t, TupleType) and not all(isinstance(f, TensorType) for f in t.types):
+                        extern[j] = True
+                        continue
+                    ep = INJECTIVE
+                else:
+                    ep = p
+                    if ep == BROADCAST and rshape is not None and _shape(v.type) == rshape:
+                        ep = ELEMWISE
                 outputs[j].append((i, ep))
         for i, op in enumerate(ops):
+            if extern[i]:
+                continue
             for r in op.results:
                 for u in r.uses:
-                    if u not in index:
+                    if u not in index:   # return, an op in a nested region, ...
                         extern[i] = True
                         break
             # a result nobody uses at all is left alone, as TVM leaves dead code
@@ -134,10 +196,6 @@ class Graph:
         self.pattern = pattern
         self.outputs = outputs
         self.extern_ref = extern
-
-
-def _is_terminator(op):
-    return TERMINATOR in op.traits
 
 
 def _shape(t):
@@ -221,6 +279,8 @@ class Group:
         return root
 
 
+# CheckPath conditions: (group pattern of a node on the way, is it the sink?)
+
 def _sink_ok_for_broadcast(kind, is_sink):
     if not is_sink:
         # elemwise, broadcast and injective ops on parallel branches may join
@@ -237,9 +297,10 @@ def _at_most_injective(kind, is_sink):
 
 
 class Partitioner:
-    def __init__(self, g: Graph, max_depth: int):
+    def __init__(self, g: Graph, max_depth: int, reduce_epilogue: bool = False):
         self.g = g
         self.max_depth = max_depth
+        self.reduce_epilogue = reduce_epilogue
         self.groups = [Group(i, p) for i, p in enumerate(g.pattern)]
         # visited marks: one int per node, compared against a generation
         # counter, so "clear the visited set" is O(1)
@@ -270,6 +331,25 @@ class Partitioner:
                 return False
         return True
 
+    def check_epilogue_path(self, src, sink, from_reduce) -> bool:
+        """reduce-epilogue's CheckPath: nodes on the way at most INJECTIVE or
+        reductions; the sink may be anchored only when no reduction is
+        involved (an anchor and a reduction never share a kernel)."""
+        groups = self.groups
+        reduce_seen = from_reduce
+        sink_kind = OPAQUE
+        for n in self._walk(src, sink):
+            kind = groups[n].find().pattern
+            if n == sink:
+                sink_kind = kind
+            elif kind == COMM_REDUCE:
+                reduce_seen = True
+            elif kind > INJECTIVE:
+                return False
+        if sink_kind <= INJECTIVE or sink_kind == COMM_REDUCE:
+            return True
+        return sink_kind == OUT_EWISE and not reduce_seen
+
     def merge(self, child: Group, parent: Group):
         child = child.find()
         parent = parent.find()
@@ -280,6 +360,10 @@ class Partitioner:
         if child.anchor >= 0:
             parent.anchor = child.anchor
             parent.pattern = max(child.pattern, parent.pattern)
+        elif child.pattern == COMM_REDUCE and parent.pattern < COMM_REDUCE:
+            # only reduce-epilogue merges a reduction into a later group; the
+            # group now holds a reduction, and its checks must know it
+            parent.pattern = COMM_REDUCE
 
     def commit_fuse(self, src, sink):
         groups = self.groups
@@ -300,6 +384,7 @@ class Partitioner:
     def run_phase(self, tree: PostDomTree, phase: int):
         groups = self.groups
         dparent, dpat = tree.parent, tree.pattern
+        epilogue = self.reduce_epilogue
         for nid in range(len(groups)):
             g = groups[nid]
             if g.pattern == OPAQUE:
@@ -332,19 +417,25 @@ class Partitioner:
                     self.commit_fuse(nid, dp)
             elif g.pattern <= BROADCAST:
                 if dpat[nid] <= INJECTIVE or dpat[nid] == COMM_REDUCE:
-                    if self.check_path(nid, dp, _sink_ok_for_broadcast):
+                    ok = (self.check_epilogue_path(nid, dp, False) if epilogue
+                          else self.check_path(nid, dp, _sink_ok_for_broadcast))
+                    if ok:
                         self.commit_fuse(nid, dp)
             elif g.pattern in (INJECTIVE, TUPLE):
                 if phase != 1:
                     continue
                 if self.check_path(nid, dp, _at_most_injective):
                     self.commit_fuse(nid, dp)
-            # COMM_REDUCE: nothing fuses from a reduction
+            elif g.pattern == COMM_REDUCE and epilogue:
+                if dpat[nid] <= INJECTIVE or dpat[nid] == COMM_REDUCE:
+                    if self.check_epilogue_path(nid, dp, True):
+                        self.commit_fuse(nid, dp)
+            # COMM_REDUCE (TVM): nothing fuses from a reduction
 
 
-def partition(g: Graph, max_depth: int = 256, opt_level: int = 2) -> list[Group]:
+def partition(g: Graph, max_depth: int = 256, opt_level: int = 2, reduce_epilogue: bool = False) -> list[Group]:
     """The group of each node (call .find() for its set)."""
-    p = Partitioner(g, max_depth)
+    p = Partitioner(g, max_depth, reduce_epilogue)
     if opt_level == 0 or not g.ops:
         return p.groups
     tree = PostDomTree(g)
@@ -369,7 +460,6 @@ class Outliner:
         self.groups = self.created = self.ops = 0
 
     def outline(self, func, g: Graph, groups):
-        from ..ops.base import RelayOp
         members: dict[int, list] = {}
         for i, op in enumerate(g.ops):
             members.setdefault(id(groups[i].find()), []).append(op)
@@ -379,8 +469,7 @@ class Outliner:
             if g.ops[root.root] is not op:
                 continue
             ops = members[id(root)]
-            # calls and other opaque non-relay ops stay as they are
-            if len(ops) == 1 and (not isinstance(op, RelayOp) or op.name == "relay.call" or op.regions):
+            if len(ops) == 1 and stays_as_is(op):
                 continue
             self._outline_group(func, ops, dead_consts)
         for c in reversed(dead_consts):
@@ -461,7 +550,8 @@ class Outliner:
                       [Region([block])], ops[0].loc)
 
     def _new_name(self, ops) -> str:
-        base = "fused_" + "_".join(op.name[len("relay."):].replace(".", "_") for op in ops)
+        parts = [op.name[len("relay."):].replace(".", "_") for op in ops if op.name not in _UNNAMED]
+        base = "fused_" + "_".join(parts) if parts else "fused"
         if len(base) > MAX_NAME_LENGTH:
             import hashlib
             h = hashlib.blake2b(base.encode(), digest_size=4).hexdigest()
@@ -475,6 +565,15 @@ class Outliner:
             name = f"{base}_{n}"
         self.taken.add(name)
         return name
+
+
+def stays_as_is(op) -> bool:
+    """A one-op group TVM's FuseMutator leaves in the caller: a call, an op
+    with regions or from another dialect, a tuple, or a get_item of a tuple
+    made elsewhere (an isolated projection)."""
+    from ..ops.base import RelayOp
+    return (not isinstance(op, RelayOp) or op.name in ("relay.call", "relay.tuple", "relay.get_item")
+            or bool(op.regions))
 
 
 def _attrs_key(op):

@@ -5,17 +5,30 @@ types and attributes (each op's ``type_relation``), and a call's result is
 its callee's declared or inferred result.  So inference is:
 
 1. Order the module's relay functions callees-first: an iterative DFS over
-   the call graph, so a function can call one defined later in the file.
-   A recursive cycle is fine when the function's result type is declared;
-   otherwise nothing could ever give that type, and the call is an error.
-2. Walk each function body once, in SSA order.  Every relay op's result type
-   is recomputed; a ``?`` result takes the computed type, a declared one must
-   equal it.  Calls take the callee's result type and check the arguments.
+   the references between them (``call @f`` and ``constant @f``, anywhere
+   in a body, regions included), so a function can use one defined later
+   in the file.  A recursive cycle is fine when the function's result type
+   is declared; otherwise nothing could ever give that type, and the
+   reference is an error.
+2. Walk each function body once, in SSA order, entering regions where they
+   are: an op with regions is typed after its regions.  Every op's result
+   type is recomputed; a ``?`` result takes the computed type, a declared
+   one must equal it (the language ops, whose declared types may be less
+   precise than their contents, need it only compatible: ``tensor<?xf32>``
+   for an ``if`` whose branches yield ``tensor<4xf32>``).
+
+   * ``if`` / ``match``: the join of what the branches / arms yield; a
+     ``match`` arm's binders first take the types its pattern gives them
+     from the matched value's type;
+   * ``fn``: ``(params) -> returned type``; ``call %f``: the result of
+     %f's function type; ``constant @f``: @f's type;
+   * a constructor: the ADT type its arguments determine.
+
 3. The function's ``function_type`` results take the returned value types
    (a declared result type must match them).
 
-Linear in the module size: one visit per op and per call edge.  Every error
-is a DiagnosticError at the op that is wrong.
+Linear in the module size: one visit per op and per reference.  Every error
+is a DiagnosticError at the op that is wrong (a yield, a return, a call).
 """
 
 from __future__ import annotations
@@ -26,6 +39,10 @@ from ....ir import symbols
 from ....ir import types as T
 from ....ir.pass_manager import ModulePass
 from . import RELAY_FUNC
+
+# ops whose declared result may be less precise than the inferred one
+_LANGUAGE_OPS = frozenset({"relay.if", "relay.match", "relay.fn", "relay.call_indirect", "relay.construct"})
+_REFERENCES = ("relay.call", "relay.func_ref")
 
 
 @dataclass
@@ -40,8 +57,9 @@ class InferType(ModulePass):
 
 
 def infer_module(module) -> int:
-    """Infer types of every relay.func in `module`; returns how many result
-    types were filled in."""
+    """Infer types of every relay.func in `module`; returns how many types
+    were filled in."""
+    from ..ops.adt import adt_table
     body = module.regions[0].blocks[0]
     table = {op.attributes["sym_name"]: op for op in body.ops
              if isinstance(op.attributes.get("sym_name"), str)}
@@ -49,89 +67,138 @@ def infer_module(module) -> int:
     state: dict = {}   # func -> "active" while on the DFS stack, "done" after
     filled = 0
     with symbols.caching():
+        adts = adt_table(module)
         for root in funcs:
             if root in state:
                 continue
-            # iterative DFS: (func, iterator over the calls in its body)
-            stack = [(root, _calls_in(root))]
+            # iterative DFS: (func, iterator over the references in its body)
+            stack = [(root, _references_in(root))]
             state[root] = "active"
             while stack:
-                func, calls = stack[-1]
+                func, refs = stack[-1]
                 pushed = False
-                for call in calls:
-                    callee = table.get(call.attributes["callee"].name)
+                for ref in refs:
+                    callee = table.get(ref.attributes["callee"].name)
                     if callee is None or callee.name != RELAY_FUNC:
                         continue  # a missing callee is reported in the body walk
                     s = state.get(callee)
                     if s is None:
                         state[callee] = "active"
-                        stack.append((callee, _calls_in(callee)))
+                        stack.append((callee, _references_in(callee)))
                         pushed = True
                         break
                     if s == "active" and not _results_known(callee):
-                        raise call.error(f"calls @{callee.attributes['sym_name']} recursively, so its result "
-                                         "type cannot be inferred; declare it with '-> type'")
+                        verb = "calls" if ref.name == "relay.call" else "refers to"
+                        raise ref.error(f"{verb} @{callee.attributes['sym_name']} recursively, so its result "
+                                        "type cannot be inferred; declare it with '-> type'")
                 if pushed:
                     continue
                 stack.pop()
-                filled += infer_function(func, table)
+                filled += infer_function(func, table, adts)
                 state[func] = "done"
     return filled
 
 
-def _calls_in(func):
-    return iter([op for op in func.regions[0].blocks[0].ops if op.name == "relay.call"])
+def _references_in(func):
+    return iter([op for op in func.walk(include_self=False) if op.name in _REFERENCES])
 
 
 def _results_known(func) -> bool:
     return all(t.is_complete for t in func.attributes["function_type"].results)
 
 
-def infer_function(func, table=None) -> int:
+def infer_function(func, table=None, adts=None) -> int:
     """Infer and check one relay.func whose callees are already done."""
-    from ..ops.base import RelayOp
-    from ..ops.function import CallOp, callee_type
-
     ft = func.attributes["function_type"]
     body = func.regions[0].blocks[0]
     for a in body.args:
         if not a.type.is_complete:
             raise func.error(f"parameter #{a.index} has no type; relay parameters must be typed")
-    filled = 0
-    for op in body.ops:
-        if op.name == "relay.return":
-            return filled + _infer_return(func, ft, op)
-        if not isinstance(op, RelayOp):
-            continue
+    if adts is None:
+        from ..ops.adt import adt_table
+        adts = adt_table(func)
+    inf = _Inferrer(table, adts)
+    inf.block(body)
+    ret = body.last
+    if ret is None or ret.name != "relay.return":
+        raise func.error("body must end with 'relay.return'")
+    return inf.filled + _infer_return(func, ft, ret)
+
+
+class _Inferrer:
+    """One walk over a function body; `filled` counts the types set."""
+
+    def __init__(self, table, adts):
+        self.table = table
+        self.adts = adts
+        self.filled = 0
+
+    def block(self, block):
+        for op in block.ops:
+            self.op(op)
+
+    def op(self, op):
+        from ..ops.base import RelayOp
+        name = op.name
+        if name in ("relay.return", "relay.yield"):
+            return   # checked by the op that owns the region
         for i, v in enumerate(op.operands):
             if not v.type.is_complete:
                 raise op.error(f"operand #{i} has an unknown type")
-        if isinstance(op, CallOp):
-            callee = table.get(op.callee) if table is not None else None
-            if callee is None:
-                callee = op.resolve()
-            if callee is None:
-                raise op.error(f"'@{op.callee}' does not reference a function in this module")
-            cft = callee_type(callee)
-            if cft is None:
-                raise op.error(f"'@{op.callee}' is a '{callee.name}', not a function")
-            if len(cft.results) != len(op.results):
-                raise op.error(f"@{op.callee} returns {len(cft.results)} value(s) but the call has "
-                               f"{len(op.results)} result(s)")
-            want = list(cft.results)
-        else:
+        if name == "relay.call":
+            want = self.call(op)
+        elif name in _LANGUAGE_OPS or name == "relay.func_ref":
+            want = self.language_op(op)
+        elif isinstance(op, RelayOp):
             want = op.infer_types()
+        else:
+            return   # another dialect's op: nothing relay can say about it
         for r, w in zip(op.results, want):
             if not w.is_complete:
                 raise op.error("result type cannot be inferred")
             if not r.type.is_complete:
                 r.type = w
-                filled += 1
-            elif r.type is not w:
+                self.filled += 1
+            elif r.type is not w and name not in _LANGUAGE_OPS:
                 raise op.error(f"result type {r.type} does not match the inferred type {w}")
-        if isinstance(op, CallOp):
-            op.verify_()   # argument count and types against the callee
-    raise func.error("body must end with 'relay.return'")
+        if name == "relay.call" or name in _LANGUAGE_OPS or name == "relay.func_ref":
+            # arguments, yields and returns against the (now known) types
+            if name in ("relay.match", "relay.construct"):
+                op.verify_(self.adts)
+            else:
+                op.verify_()
+
+    def call(self, op):
+        from ..ops.function import callee_type
+        callee = self.table.get(op.callee) if self.table is not None else None
+        if callee is None:
+            callee = op.resolve()
+        if callee is None:
+            raise op.error(f"'@{op.callee}' does not reference a function in this module")
+        cft = callee_type(callee)
+        if cft is None:
+            raise op.error(f"'@{op.callee}' is a '{callee.name}', not a function")
+        if len(cft.results) != len(op.results):
+            raise op.error(f"@{op.callee} returns {len(cft.results)} value(s) but the call has "
+                           f"{len(op.results)} result(s)")
+        return list(cft.results)
+
+    def language_op(self, op):
+        name = op.name
+        if name == "relay.match":
+            for region, types in zip(op.regions, op.binder_types(self.adts)):
+                for a, t in zip(region.blocks[0].args, types):
+                    if not a.type.is_complete and t.is_complete:
+                        a.type = t
+                        self.filled += 1
+        if name == "relay.construct":
+            # a written type stands (Nil's cannot be read off its arguments)
+            r = op.results[0].type
+            return [r] if r.is_complete else op.infer_types(self.adts)
+        for r in op.regions:
+            for b in r.blocks:
+                self.block(b)
+        return op.infer_types()
 
 
 def _infer_return(func, ft, ret) -> int:
@@ -155,17 +222,23 @@ def _infer_return(func, ft, ret) -> int:
 
 
 def has_incomplete_types(module) -> bool:
-    """Whether any relay function still has a ``?`` type (result or signature)."""
+    """Whether any relay function still has a ``?`` type (result, signature,
+    or a value anywhere in its body, regions included)."""
     body = module.regions[0].blocks[0]
     for func in body.ops:
         if func.name != RELAY_FUNC:
             continue
         if not func.attributes["function_type"].is_complete:
             return True
-        for op in func.regions[0].blocks[0].ops:
+        for op in func.walk(include_self=False):
             for r in op.results:
                 if not r.type.is_complete:
                     return True
+            for reg in op.regions:
+                for b in reg.blocks:
+                    for a in b.args:
+                        if not a.type.is_complete:
+                            return True
     return False
 
 

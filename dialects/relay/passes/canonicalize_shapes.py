@@ -1,0 +1,192 @@
+"""--canonicalize patterns for data movement and tuples (see canonicalize.py).
+
+Each pattern keeps the value exactly (they only drop or merge copies), and
+each checks types, so a rewrite never changes a value's type.
+"""
+
+from __future__ import annotations
+
+from ....ir.rewriter import RewritePattern
+
+
+def shape_patterns(bias_add_to_add=False):
+    out = [ReshapeReshape(), NoOp("relay.reshape"), NoOp("relay.transpose"), NoOp("relay.squeeze"),
+           NoOp("relay.expand_dims"), TransposeTranspose(), SqueezeExpandDims(), ExpandDimsSqueeze(),
+           CastSame(), ConcatenateOne(), GetItemOfTuple(), DenseOfFlatten()]
+    if bias_add_to_add:
+        out.append(BiasAddToAdd())
+    return out
+
+
+def _producer(v, name):
+    d = v.defining_op()
+    return d if d is not None and d.name == name else None
+
+
+def _build(rw, before, name, *operands, **attrs):
+    from ....ir.registry import get_op_class
+    new = get_op_class(name).build(*operands, loc=before.loc, **attrs)
+    rw.insert_before(before, new)
+    return new.results[0]
+
+
+class NoOp(RewritePattern):
+    """A data-movement op whose result type is its input's type: its input
+    (a reshape to the same shape, an identity transpose, ...)."""
+
+    def __init__(self, root):
+        self.ROOT = root
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        x = op.operands[0]
+        if x.type is not op.results[0].type:
+            return False
+        if op.name == "relay.transpose":
+            axes = op.attributes.get("axes")
+            if axes is not None and list(axes) != list(range(len(axes))):
+                return False
+        rw.replace_op(op, [x])
+        return True
+
+
+class ReshapeReshape(RewritePattern):
+    ROOT = "relay.reshape"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        inner = _producer(op.operands[0], "relay.reshape")
+        t = op.results[0].type
+        if inner is None or not t.is_static:
+            return False
+        new = _build(rw, op, "relay.reshape", inner.operands[0], newshape=list(t.shape))
+        rw.replace_op(op, [new])
+        return True
+
+
+class TransposeTranspose(RewritePattern):
+    ROOT = "relay.transpose"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        inner = _producer(op.operands[0], "relay.transpose")
+        if inner is None:
+            return False
+        x = inner.operands[0]
+        rank = x.type.rank
+        p = inner.perm(rank)
+        q = op.perm(rank)
+        axes = [p[i] for i in q]          # out[i] = mid[q[i]] = x[p[q[i]]]
+        if axes == list(range(rank)):
+            if x.type is not op.results[0].type:
+                return False
+            rw.replace_op(op, [x])
+            return True
+        new = _build(rw, op, "relay.transpose", x, axes=axes)
+        rw.replace_op(op, [new])
+        return True
+
+
+class SqueezeExpandDims(RewritePattern):
+    ROOT = "relay.squeeze"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        inner = _producer(op.operands[0], "relay.expand_dims")
+        if inner is None or inner.operands[0].type is not op.results[0].type:
+            return False
+        a = inner.attributes
+        rank = op.operands[0].type.rank
+        added = [(a["axis"] % rank) + i for i in range(a["num_newaxis"])]
+        ax = op.attributes.get("axis")
+        if ax is None or sorted(x % rank for x in ax) != added:
+            return False
+        rw.replace_op(op, [inner.operands[0]])
+        return True
+
+
+class ExpandDimsSqueeze(RewritePattern):
+    ROOT = "relay.expand_dims"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        inner = _producer(op.operands[0], "relay.squeeze")
+        if inner is None or inner.operands[0].type is not op.results[0].type:
+            return False
+        ax = inner.attributes.get("axis")
+        a = op.attributes
+        if ax is None or a["num_newaxis"] != 1:
+            return False
+        rank = inner.operands[0].type.rank
+        if [x % rank for x in ax] != [a["axis"] % rank]:
+            return False
+        rw.replace_op(op, [inner.operands[0]])
+        return True
+
+
+class CastSame(RewritePattern):
+    ROOT = "relay.cast"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        x = op.operands[0]
+        if x.type is not op.results[0].type:
+            return False
+        rw.replace_op(op, [x])
+        return True
+
+
+class ConcatenateOne(RewritePattern):
+    ROOT = "relay.concatenate"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        if len(op.operands) != 1 or op.operands[0].type is not op.results[0].type:
+            return False
+        rw.replace_op(op, [op.operands[0]])
+        return True
+
+
+class GetItemOfTuple(RewritePattern):
+    ROOT = "relay.get_item"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        t = _producer(op.operands[0], "relay.tuple")
+        if t is None:
+            return False
+        rw.replace_op(op, [t.operands[op.attributes["index"]]])
+        return True
+
+
+class DenseOfFlatten(RewritePattern):
+    """reshape(dense(reshape(x, [-1, K]), w), x.shape[:-1] + [N]) -> dense(x, w)."""
+
+    ROOT = "relay.reshape"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        dense = _producer(op.operands[0], "relay.nn.dense")
+        if dense is None or len(dense.results[0].uses) != 1:
+            return False
+        flat = _producer(dense.operands[0], "relay.reshape")
+        if flat is None:
+            return False
+        x = flat.operands[0]
+        xt, ft, rt = x.type, flat.results[0].type, op.results[0].type
+        if not (xt.is_static and rt.is_static) or xt.rank < 3 or ft.rank != 2:
+            return False
+        if ft.shape[1] != xt.shape[-1] or rt.shape != xt.shape[:-1] + (dense.results[0].type.shape[-1],):
+            return False
+        new = _build(rw, op, "relay.nn.dense", x, dense.operands[1], **dense.attributes)
+        if new.type is not rt:
+            return False
+        rw.replace_op(op, [new])
+        return True
+
+
+class BiasAddToAdd(RewritePattern):
+    """TVM's CanonicalizeOps: bias_add(x, b) -> add(x, expand_dims(b))."""
+
+    ROOT = "relay.nn.bias_add"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        x, b = op.operands
+        rank = x.type.rank
+        pad = rank - op.norm_axis(rank) - 1
+        if pad > 0:
+            b = _build(rw, op, "relay.expand_dims", b, axis=1, num_newaxis=pad)
+        new = _build(rw, op, "relay.add", x, b)
+        rw.replace_op(op, [new])
+        return True

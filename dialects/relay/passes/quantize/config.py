@@ -1,0 +1,111 @@
+"""The quantization configuration: TVM's ``relay.quantize.qconfig``.
+
+Field names and defaults are TVM's (``nbit_input = 8``, ``calibrate_mode =
+"global_scale"``, ``skip_conv_layers = [0]``, ...); on the command line they
+are spelled with dashes: ``--quantize='calibrate-mode=kl_divergence
+skip-conv-layers=0,3'``.  Extensions over TVM, at the end:
+
+    percentile = 0.99999   the fraction of |x| below the threshold, for
+                           calibrate_mode = percentile (TVM hard-codes it)
+    per_channel = false    weight scales per output channel of conv2d/dense
+    dataset = ""           the calibration data: a .npz file or a folder of them
+    realize_to = "integer" "qnn" stops after realize, with qnn ops in the graph;
+                           "integer" lowers them to relay integer arithmetic
+
+``debug_enabled_ops`` takes op names (``nn.conv2d,add``); empty means all,
+TVM's None.  ``round_for_shift``, ``calibrate_chunk_by`` and
+``partition_conversions`` are not here: realize goes through
+qnn.requantize, whose fixed-point rounding subsumes the first, and the
+others are memory and VTA knobs with no counterpart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+CALIBRATE_MODES = ("global_scale", "kl_divergence", "percentile")
+WEIGHT_SCALES = ("power2", "max")
+ROUNDINGS = ("UPWARD", "TONEAREST")
+REALIZE_TO = ("qnn", "integer")
+SIGNED = {"int8": 8, "int16": 16, "int32": 32}
+KINDS = ("input", "weight", "activation")
+
+
+@dataclass
+class QConfig:
+    nbit_input: int = 8
+    nbit_weight: int = 8
+    nbit_activation: int = 32
+    dtype_input: str = "int8"
+    dtype_weight: str = "int8"
+    dtype_activation: str = "int32"
+    calibrate_mode: str = "global_scale"
+    global_scale: float = 8.0
+    weight_scale: str = "power2"
+    skip_dense_layer: bool = True
+    skip_conv_layers: list[int] = field(default_factory=lambda: [0])
+    do_simulation: bool = False
+    debug_enabled_ops: list[str] = field(default_factory=list)
+    rounding: str = "UPWARD"
+    percentile: float = 0.99999
+    per_channel: bool = False
+    dataset: str = ""
+    realize_to: str = "integer"
+
+    def validate(self):
+        """Raise ValueError naming the first bad option (dashed, as typed)."""
+        def choice(name, allowed):
+            v = getattr(self, name)
+            if v not in allowed:
+                raise ValueError(f"{name.replace('_', '-')} must be one of {', '.join(allowed)}, got '{v}'")
+
+        choice("calibrate_mode", CALIBRATE_MODES)
+        choice("weight_scale", WEIGHT_SCALES)
+        choice("rounding", ROUNDINGS)
+        choice("realize_to", REALIZE_TO)
+        for kind in KINDS:
+            dt = getattr(self, f"dtype_{kind}")
+            if dt not in SIGNED:
+                raise ValueError(f"dtype-{kind} must be a signed integer type (int8, int16, int32), got '{dt}': "
+                                 "the quantization is symmetric")
+            nbit = getattr(self, f"nbit_{kind}")
+            if not 2 <= nbit <= SIGNED[dt]:
+                raise ValueError(f"nbit-{kind} = {nbit} does not fit dtype-{kind} = {dt} (2 to {SIGNED[dt]} bits)")
+        if self.dtype_input == "int32" or self.dtype_weight == "int32":
+            raise ValueError("dtype-input and dtype-weight must be int8 or int16 (the operands of qnn.conv2d)")
+        if self.dtype_activation != "int32":
+            raise ValueError(f"dtype-activation must be int32 (the accumulator), got '{self.dtype_activation}'")
+        if not self.global_scale > 0:
+            raise ValueError(f"global-scale must be positive, got {self.global_scale}")
+        if not 0 < self.percentile <= 1:
+            raise ValueError(f"percentile must be in (0, 1], got {self.percentile}")
+        if any(i < 0 for i in self.skip_conv_layers):
+            raise ValueError(f"skip-conv-layers holds conv2d indices from 0, got {self.skip_conv_layers}")
+        if self.calibrate_mode != "global_scale" and not self.dataset and getattr(self, "samples", None) is None:
+            raise ValueError(f"calibrate-mode={self.calibrate_mode} needs calibration data: give dataset=PATH "
+                             "(a .npz file or a folder of them)")
+        if self.dataset and not os.path.exists(self.dataset):
+            raise ValueError(f"dataset '{self.dataset}' does not exist")
+        if self.dataset and not (os.path.isdir(self.dataset) or self.dataset.endswith(".npz")):
+            raise ValueError(f"dataset '{self.dataset}' is neither a .npz file nor a folder of them")
+
+    # -- per-kind settings (TVM's get_nbit_by_kind / get_dtype_by_kind) ----------
+
+    def nbit(self, kind: str) -> int:
+        return getattr(self, f"nbit_{kind}")
+
+    def dtype(self, kind: str) -> str:
+        return getattr(self, f"dtype_{kind}")
+
+    def clip_bound(self, kind: str) -> int:
+        """The symmetric clip of a kind: 2^(nbit - 1) - 1 (sign = true)."""
+        return (1 << (self.nbit(kind) - 1)) - 1
+
+    def dom_scale(self, kind: str, scale):
+        """TVM's _set_params: the threshold `scale` over 2^(nbit - sign)."""
+        return scale / float(1 << (self.nbit(kind) - 1))
+
+    def guard(self, op_name: str) -> bool:
+        """TVM's QConfig.guard: is this op (TVM spelling) to be annotated?"""
+        return not self.debug_enabled_ops or op_name in self.debug_enabled_ops

@@ -1,0 +1,18 @@
+"""One converter per ONNX op, in modules by family; importing this package
+registers them all (registry.py loads it on the first conversion).
+
+    math        arithmetic, comparison, logic, bit ops, unary math, Clip, Cast, Where
+    activation  Relu family, Gelu, Softplus, ..., Softmax, LogSoftmax, Hardmax
+    nn          Conv, ConvTranspose, Gemm, MatMul, pooling, Dropout, LRN
+    norm        batch / instance / layer / group / RMS / Lp / mean-variance norms
+    reduce      Reduce*, ArgMax, ArgMin
+    shape       Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split,
+                Slice, Expand, Tile, Pad, Shape, Size, DepthToSpace, SpaceToDepth
+    indexing    Gather*, Scatter*, OneHot, Compress, NonZero, TopK, CumSum, ...
+    generator   Constant, ConstantOfShape, Range, EyeLike
+    image       Resize, Upsample
+    quantize    QuantizeLinear, DequantizeLinear, QLinear*, *Integer
+"""
+
+from . import (activation, control, generator, image, indexing, math, nn, norm, quantize,  # noqa: F401
+               reduce, shape)

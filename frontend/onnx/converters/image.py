@@ -1,0 +1,132 @@
+"""Resize and Upsample -> image.resize1d / resize2d / resize3d.
+
+Only the spatial axes may change size (batch and channel scales are 1).
+The output size is `sizes`, or floor(input * scale) per axis.  ONNX's
+coordinate modes, nearest rounding and cubic coefficients have the names
+TVM's resize attributes take.
+"""
+
+from __future__ import annotations
+
+from ..registry import converter
+from .common import layout_for, norm_axes
+
+_METHODS = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linear", "cubic": "cubic"}
+_COORD_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_crop_and_resize",
+                "tf_half_pixel_for_nn", "half_pixel_symmetric")
+_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _resize(cx, x, out_spatial, method, coord, rounding, cubic_a=-0.75, exclude=0, extrapolation=0.0,
+            roi=None):
+    nsp = cx.rank(x) - 2
+    layout = layout_for(cx, nsp)
+    attrs = dict(size=tuple(out_spatial), layout=layout, method=method,
+                 coordinate_transformation_mode=coord, rounding_method=rounding if method == "nearest_neighbor" else "",
+                 cubic_alpha=cubic_a, cubic_exclude=exclude, extrapolation_value=extrapolation)
+    if roi is not None:
+        attrs["roi"] = tuple(roi)
+    return cx.op(f"image.resize{nsp}d", x, **attrs)
+
+
+def _spatial_sizes(cx, node, x, scales):
+    """floor(size * scale) per spatial axis."""
+    xs = cx.static_shape(x)
+    if len(scales) != len(xs):
+        raise cx.error(f"scales has {len(scales)} values for a rank-{len(xs)} input")
+    out = [int(d * s) for d, s in zip(xs, scales)]
+    return _spatial(cx, xs, out, scales)
+
+
+def _spatial(cx, xs, out, scales):
+    """The spatial part of the output size.  ONNX maps coordinates with the
+    scale it was given, relay's resize with output / input: they agree only
+    when the scale divides evenly."""
+    if tuple(out[:2]) != tuple(xs[:2]):
+        raise cx.unsupported("resizing the batch or channel axis")
+    for d, s, o in zip(xs[2:], scales[2:], out[2:]):
+        if s is not None and d and abs(o / d - s) > 1e-6 * s:
+            raise cx.unsupported(f"scale {s:g} of a size-{d} axis (relay resizes by the output/input "
+                                 f"ratio, {o}/{d})")
+    return list(out[2:])
+
+
+@converter("Upsample", 7)
+def upsample(cx, node):
+    """Asymmetric coordinates; nearest takes floor(i / scale)."""
+    x = node.input(0)
+    scales = node.attr("scales") if node.version < 9 else cx.static_floats(node.input(1), "scales")
+    mode = node.attr("mode", "nearest")
+    if mode not in _METHODS:
+        raise cx.unsupported(f"mode '{mode}'")
+    out = _spatial_sizes(cx, node, x, scales)
+    return _resize(cx, x, out, _METHODS[mode], "asymmetric", "floor")
+
+
+@converter("Resize", 10)
+def resize_v10(cx, node):
+    """Opset 10's Resize is Upsample: asymmetric coordinates, floor."""
+    x = node.input(0)
+    mode = node.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise cx.unsupported(f"mode '{mode}'")
+    out = _spatial_sizes(cx, node, x, cx.static_floats(node.input(1), "scales"))
+    return _resize(cx, x, out, _METHODS[mode], "asymmetric", "floor")
+
+
+@converter("Resize", 11)
+def resize(cx, node):
+    x = node.input(0)
+    roi_v, scales_v, sizes_v = node.input(1), node.input(2), node.input(3)
+    mode = node.attr("mode", "nearest")
+    coord = node.attr("coordinate_transformation_mode", "half_pixel")
+    rounding = node.attr("nearest_mode", "round_prefer_floor")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise cx.error(f"unknown mode '{mode}'")
+    if coord not in _COORD_MODES:
+        raise cx.error(f"unknown coordinate_transformation_mode '{coord}'")
+    if rounding not in _ROUNDING:
+        raise cx.error(f"unknown nearest_mode '{rounding}'")
+    if coord == "half_pixel_symmetric":
+        raise cx.unsupported("coordinate_transformation_mode 'half_pixel_symmetric'")
+    if node.attr("antialias", 0):
+        raise cx.unsupported("antialias = 1")
+    xs = cx.static_shape(x)
+    rank = len(xs)
+    axes = norm_axes(cx, node.attr("axes") or range(rank), rank)
+    sizes = cx.static_ints(sizes_v, "sizes") if sizes_v is not None else ()
+    scales = cx.static_floats(scales_v, "scales") if scales_v is not None else ()
+    if sizes:
+        if len(sizes) != len(axes):
+            raise cx.error(f"sizes has {len(sizes)} values for {len(axes)} axes")
+        out, factors = list(xs), [None] * rank
+        policy = node.attr("keep_aspect_ratio_policy", "stretch")
+        if policy == "stretch":
+            for a, s in zip(axes, sizes):
+                out[a] = s
+        elif policy in ("not_larger", "not_smaller"):
+            ratios = [s / xs[a] for a, s in zip(axes, sizes)]
+            f = min(ratios) if policy == "not_larger" else max(ratios)
+            for a in axes:     # round half up, as ONNX's reference
+                out[a], factors[a] = int(f * xs[a] + 0.5), f
+        else:
+            raise cx.error(f"unknown keep_aspect_ratio_policy '{policy}'")
+        out = _spatial(cx, xs, out, factors)
+    elif scales:
+        if len(scales) != len(axes):
+            raise cx.error(f"scales has {len(scales)} values for {len(axes)} axes")
+        full = [1.0] * rank
+        for a, s in zip(axes, scales):
+            full[a] = s
+        out = _spatial_sizes(cx, node, x, full)
+    else:
+        raise cx.error("needs scales or sizes")
+    roi = None
+    if coord == "tf_crop_and_resize":
+        r = cx.static_floats(roi_v, "roi")      # starts then ends, over `axes`
+        starts, ends = [0.0] * rank, [1.0] * rank
+        for i, a in enumerate(axes):
+            starts[a], ends[a] = r[i], r[len(axes) + i]
+        roi = tuple(starts[2:]) + tuple(ends[2:])
+    return _resize(cx, x, out, _METHODS[mode], coord, rounding, node.attr("cubic_coeff_a", -0.75),
+                   node.attr("exclude_outside", 0), node.attr("extrapolation_value", 0.0), roi)

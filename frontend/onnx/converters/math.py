@@ -1,0 +1,164 @@
+"""Elementwise math: arithmetic, comparisons, logic, bit operations,
+unary functions, variadic Sum / Mean / Max / Min, Clip, Cast, Where.
+
+Binary ops broadcast as numpy does from opset 7 on; before that they took
+``broadcast`` / ``axis`` attributes (common.legacy_broadcast).
+"""
+
+from __future__ import annotations
+
+from ....ir import types as T
+from ..registry import converter
+from .common import legacy_broadcast, onnx_dtype
+
+# ONNX op -> relay op, for binary ops that map one to one.
+BINARY = {
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide",
+    "Equal": "equal", "Less": "less", "Greater": "greater",
+    "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal",
+    "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor",
+    "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+}
+
+UNARY = {
+    "Abs": "abs", "Neg": "negative", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+    "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign", "Erf": "erf",
+    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan",
+    "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh",
+    "Tanh": "tanh", "Sigmoid": "sigmoid", "Not": "logical_not", "BitwiseNot": "bitwise_not",
+    "IsNaN": "isnan", "Relu": "nn.relu",
+}
+
+
+@converter(tuple(BINARY), 1)
+def binary(cx, node):
+    a, b = node.input(0), node.input(1)
+    b = legacy_broadcast(cx, node, a, b)
+    return cx.op(BINARY[node.op_type], a, b)
+
+
+@converter(tuple(UNARY), 1)
+def unary(cx, node):
+    return cx.op(UNARY[node.op_type], node.input(0))
+
+
+@converter("Reciprocal", 1)
+def reciprocal(cx, node):
+    x = node.input(0)
+    return cx.op("divide", cx.scalar(1, x), x)
+
+
+@converter("Pow", 1)
+def power(cx, node):
+    """From opset 12 the exponent may have another type than the base; the
+    result has the base's."""
+    x, y = node.input(0), node.input(1)
+    y = legacy_broadcast(cx, node, x, y)
+    return cx.op("power", x, cx.cast(y, cx.dtype(x)))
+
+
+@converter("Mod", 10)
+def mod(cx, node):
+    """fmod = 0: the remainder has the divisor's sign (floor_mod);
+    fmod = 1: the dividend's, as C's fmod (mod)."""
+    return cx.op("mod" if node.attr("fmod", 0) else "floor_mod", node.input(0), node.input(1))
+
+
+@converter("BitShift", 11)
+def bit_shift(cx, node):
+    direction = node.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise cx.error(f"direction must be LEFT or RIGHT, got '{direction}'")
+    return cx.op("left_shift" if direction == "LEFT" else "right_shift", node.input(0), node.input(1))
+
+
+@converter("IsInf", 10)
+def is_inf(cx, node):
+    x = node.input(0)
+    pos, neg = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+    inf = cx.op("isinf", x)
+    if pos and neg:
+        return inf
+    if not pos and not neg:
+        return cx.op("logical_and", inf, cx.const(False))
+    side = cx.op("greater" if pos else "less", x, cx.scalar(0, x))
+    return cx.op("logical_and", inf, side)
+
+
+_VARIADIC = {"Sum": "add", "Max": "maximum", "Min": "minimum", "Mean": "add"}
+
+
+@converter(tuple(_VARIADIC), 1)
+def variadic(cx, node):
+    """Sum / Max / Min / Mean of any number of inputs (broadcasting from
+    opset 8), as a chain of binary ops."""
+    xs = [v for v in node.inputs if v is not None]
+    if not xs:
+        raise cx.error("needs at least one input")
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = cx.op(_VARIADIC[node.op_type], acc, x)
+    if node.op_type == "Mean" and len(xs) > 1:
+        acc = cx.op("divide", acc, cx.scalar(len(xs), acc))
+    return acc
+
+
+@converter("Clip", 1)
+def clip_v1(cx, node):
+    x = node.input(0)
+    return _clip(cx, x, node.attr("min", float("-inf")), node.attr("max", float("inf")))
+
+
+@converter("Clip", 11)
+def clip_v11(cx, node):
+    """Bounds are optional inputs: static ones give one clip, run-time ones
+    a maximum and a minimum."""
+    x = node.input(0)
+    lo, hi = node.input(1), node.input(2)
+    slo = cx.static(lo) if lo is not None else None
+    shi = cx.static(hi) if hi is not None else None
+    if (lo is None or slo is not None) and (hi is None or shi is not None):
+        return _clip(cx, x, None if lo is None else slo.item(), None if hi is None else shi.item())
+    if lo is not None:
+        x = cx.op("maximum", x, lo)
+    if hi is not None:
+        x = cx.op("minimum", x, hi)
+    return x
+
+
+def _clip(cx, x, lo, hi):
+    """clip for floats; integers (whose bounds a float attribute may not
+    hold exactly) clamp with maximum / minimum against constants."""
+    if T.is_float(cx.dtype(x)):
+        lo = float("-inf") if lo is None else float(lo)
+        hi = float("inf") if hi is None else float(hi)
+        return cx.op("clip", x, a_min=lo, a_max=hi)
+    if lo is not None:
+        x = cx.op("maximum", x, cx.scalar(lo, x))
+    if hi is not None:
+        x = cx.op("minimum", x, cx.scalar(hi, x))
+    return x
+
+
+@converter("Cast", 1)
+def cast(cx, node):
+    to = node.attr("to")
+    if isinstance(to, str):   # opset 1-5 named the type
+        from onnx import TensorProto
+        to = TensorProto.DataType.Value(to.upper())
+    return cx.cast(node.input(0), onnx_dtype(cx, to, "cast to"))
+
+
+@converter("CastLike", 15)
+def cast_like(cx, node):
+    return cx.cast(node.input(0), cx.dtype(node.input(1)))
+
+
+@converter("Where", 9)
+def where(cx, node):
+    return cx.op("where", node.input(0), node.input(1), node.input(2))
+
+
+@converter("Identity", 1)
+def identity(cx, node):
+    return node.input(0)

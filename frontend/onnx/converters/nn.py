@@ -1,0 +1,289 @@
+"""Convolutions, dense layers and matrix products, pooling, dropout, LRN.
+
+Conv and pooling nodes pick ``nn.conv{1,2,3}d`` / ``nn.max_pool{1,2,3}d`` by
+the number of spatial axes, in TVM's default layouts (NCW, NCHW, NCDHW and
+OIW, OIHW, OIDHW; IO.. for the transposes, which is ONNX's weight order).
+Padding is ONNX's order already: all the befores, then all the afters.
+"""
+
+from __future__ import annotations
+
+from ..registry import converter
+from .common import layout_for, spatial_attrs
+
+_DIMS = {1: "1d", 2: "2d", 3: "3d"}
+
+
+def _nd(cx, x):
+    nsp = cx.rank(x) - 2
+    if nsp not in _DIMS:
+        raise cx.unsupported(f"{nsp} spatial dimensions (1 to 3 are supported)")
+    return nsp
+
+
+def _bias(cx, y, b):
+    return y if b is None else cx.op("nn.bias_add", y, b, axis=1)
+
+
+@converter("Conv", 1)
+def conv(cx, node):
+    x, w, b = node.input(0), node.input(1), node.input(2)
+    nsp = _nd(cx, x)
+    ws = cx.shape(w)
+    kernel, strides, dilations, pads = spatial_attrs(cx, node, x, ws)
+    if tuple(ws[2:]) != kernel and None not in ws[2:]:
+        raise cx.error(f"kernel_shape {list(kernel)} does not match the weight {cx.ttype(w)}")
+    y = cx.op(f"nn.conv{_DIMS[nsp]}", x, w, strides=strides, padding=pads, dilation=dilations,
+              groups=node.attr("group", 1), channels=ws[0], kernel_size=kernel)
+    return _bias(cx, y, b)
+
+
+@converter("ConvTranspose", 1)
+def conv_transpose(cx, node):
+    """Output size stride*(in-1) + output_padding + (k-1)*dilation + 1
+    - pads; with ``output_shape`` (or SAME auto_pad) the pads follow from
+    the shape wanted, SAME_UPPER putting the odd one at the end."""
+    x, w, b = node.input(0), node.input(1), node.input(2)
+    nsp = _nd(cx, x)
+    ws = cx.shape(w)
+    groups = node.attr("group", 1)
+    kernel = tuple(node.attr("kernel_shape") or ws[2:])
+    strides = tuple(node.attr("strides", (1,) * nsp))
+    dilations = tuple(node.attr("dilations", (1,) * nsp))
+    out_pad = list(node.attr("output_padding", (0,) * nsp))
+    pads = list(node.attr("pads", (0,) * (2 * nsp)))
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    out_shape = node.attr("output_shape")
+    if out_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        spatial = cx.static_shape(x)[2:]
+        if out_shape is None:
+            out_shape = [s * st for s, st in zip(spatial, strides)]
+        out_shape = list(out_shape)[-nsp:]
+        for i in range(nsp):
+            total = strides[i] * (spatial[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - out_shape[i]
+            if total < 0:          # more output than the kernel covers: extra rows at the end
+                out_pad[i] -= total
+                total = 0
+            half = total // 2
+            if auto_pad == "SAME_UPPER":
+                pads[i], pads[nsp + i] = half, total - half
+            else:
+                pads[i], pads[nsp + i] = total - half, half
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * nsp)
+    channels = ws[1] * groups if ws[1] is not None else None
+    y = cx.op(f"nn.conv{_DIMS[nsp]}_transpose", x, w, strides=strides, padding=tuple(pads),
+              dilation=dilations, groups=groups, channels=channels, kernel_size=kernel,
+              output_padding=tuple(out_pad))
+    return _bias(cx, y, b)
+
+
+# -- matrix products -----------------------------------------------------------------
+
+@converter("Gemm", 1)
+def gemm(cx, node):
+    """alpha * A' B' + beta * C as nn.dense (B' transposed to (N, K)), then
+    scaling, then nn.bias_add for a vector C or add for any other."""
+    a, b, c = node.input(0), node.input(1), node.input(2)
+    alpha, beta = node.attr("alpha", 1.0), node.attr("beta", 1.0)
+    if node.attr("transA", 0):
+        a = cx.op("transpose", a, axes=(1, 0))
+    if not node.attr("transB", 0):
+        b = cx.op("transpose", b, axes=(1, 0))
+    if cx.rank(a) != 2:
+        a = cx.op("nn.batch_flatten", a)
+    y = cx.op("nn.dense", a, b, units=cx.shape(b)[0])
+    if alpha != 1.0:
+        y = cx.op("multiply", y, cx.scalar(alpha, y))
+    if c is None or beta == 0.0:
+        return y
+    if beta != 1.0:
+        c = cx.op("multiply", c, cx.scalar(beta, c))
+    n = cx.shape(y)[1]
+    if cx.shape(c) == (n,) and n is not None:
+        return cx.op("nn.bias_add", y, c, axis=1)
+    return cx.op("add", y, c)
+
+
+@converter("MatMul", 1)
+def matmul(cx, node):
+    return matmul_values(cx, node.input(0), node.input(1))
+
+
+def matmul_values(cx, a, b, out_dtype=None):
+    """numpy's matmul: 1-d operands get a unit axis (dropped again), 2-d by
+    2-d is nn.dense against the transposed right side (TVM's choice,
+    FoldConstant folds a weight's transpose), N-d by 2-d flattens the left
+    side into rows, and batches broadcast into nn.batch_matmul."""
+    ra, rb = cx.rank(a), cx.rank(b)
+    if ra == 0 or rb == 0:
+        raise cx.error("MatMul operands must have rank 1 or more")
+    if ra == 1:
+        out = matmul_values(cx, cx.op("expand_dims", a, axis=0), b, out_dtype)
+        return cx.op("squeeze", out, axis=(cx.rank(out) - 2,))
+    if rb == 1:
+        out = matmul_values(cx, a, cx.op("expand_dims", b, axis=1), out_dtype)
+        return cx.op("squeeze", out, axis=(cx.rank(out) - 1,))
+    sa, sb = cx.shape(a), cx.shape(b)
+    if rb == 2:
+        if ra == 2:
+            return cx.op("nn.dense", a, cx.op("transpose", b, axes=(1, 0)), out_dtype=out_dtype)
+        lead = sa[:-1]
+        if None in lead[1:]:
+            raise cx.unsupported("MatMul over a batch with several dynamic dimensions")
+        flat = cx.op("reshape", a, newshape=(-1, sa[-1]))
+        y = cx.op("nn.dense", flat, cx.op("transpose", b, axes=(1, 0)), out_dtype=out_dtype)
+        return cx.op("reshape", y, newshape=(0 if lead[0] is None else lead[0],) + tuple(lead[1:]) + (sb[1],))
+    # batched: broadcast the batch dimensions, flatten them to one
+    import numpy as np
+    ba, bb = sa[:-2], sb[:-2]
+    if None in ba or None in bb:
+        raise cx.unsupported("batched MatMul with dynamic batch dimensions")
+    batch = tuple(np.broadcast_shapes(ba, bb))
+    a = _broadcast_batch(cx, a, batch)
+    b = _broadcast_batch(cx, b, batch)
+    nb = int(np.prod(batch)) if batch else 1
+    a3 = cx.op("reshape", a, newshape=(nb,) + tuple(sa[-2:])) if len(sa) != 3 else a
+    b3 = cx.op("reshape", b, newshape=(nb,) + tuple(sb[-2:])) if len(sb) != 3 else b
+    y = cx.op("nn.batch_matmul", a3, b3, transpose_b=False, out_dtype=out_dtype)
+    out = batch + (sa[-2], sb[-1])
+    return y if cx.shape(y) == out else cx.op("reshape", y, newshape=tuple(0 if d is None else d for d in out))
+
+
+def _broadcast_batch(cx, x, batch):
+    s = cx.shape(x)
+    want = tuple(batch) + tuple(s[-2:])
+    if s == want:
+        return x
+    if len(s) < len(want):
+        x = cx.op("reshape", x, newshape=(1,) * (len(want) - len(s)) + tuple(s))
+    if cx.shape(x) == want:
+        return x
+    return cx.op("broadcast_to", x, shape=want)
+
+
+# -- pooling ---------------------------------------------------------------------
+
+def _pool_common(cx, node, x):
+    nsp = _nd(cx, x)
+    kernel, strides, dilations, pads = spatial_attrs(cx, node, x)
+    attrs = dict(pool_size=kernel, strides=strides, padding=pads, layout=layout_for(cx, nsp),
+                 ceil_mode=bool(node.attr("ceil_mode", 0)))
+    if any(d != 1 for d in dilations):
+        attrs["dilation"] = dilations
+    return nsp, attrs
+
+
+@converter("MaxPool", 1)
+def max_pool(cx, node):
+    x = node.input(0)
+    if node.wants_output(1):
+        raise cx.unsupported("the Indices output of MaxPool")
+    if node.attr("storage_order", 0):
+        raise cx.unsupported("storage_order = 1")
+    nsp, attrs = _pool_common(cx, node, x)
+    return _ceil_crop(cx, x, cx.op(f"nn.max_pool{_DIMS[nsp]}", x, **attrs), attrs)
+
+
+@converter("AveragePool", 1)
+def avg_pool(cx, node):
+    x = node.input(0)
+    nsp, attrs = _pool_common(cx, node, x)
+    attrs["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+    return _ceil_crop(cx, x, cx.op(f"nn.avg_pool{_DIMS[nsp]}", x, **attrs), attrs)
+
+
+def _ceil_crop(cx, x, y, attrs):
+    """With ceil_mode ONNX drops a last window that would start in the
+    right padding; relay's plain ceil keeps it: slice it off."""
+    from .shape import strided_slice
+    if not attrs["ceil_mode"]:
+        return y
+    xs, ys = cx.shape(x), cx.shape(y)
+    nsp = len(xs) - 2
+    pads, strides = attrs["padding"], attrs["strides"]
+    axes, ends = [], []
+    for i in range(nsp):
+        size, out = xs[2 + i], ys[2 + i]
+        if size is None or out is None:
+            continue
+        if (out - 1) * strides[i] >= size + pads[i]:
+            axes.append(2 + i)
+            ends.append(out - 1)
+    if not axes:
+        return y
+    return strided_slice(cx, y, [0] * len(axes), ends, [1] * len(axes), axes)
+
+
+@converter("LpPool", 1)
+def lp_pool(cx, node):
+    """(sum over the window of |x|^p)^(1/p): an average pool of |x|^p that
+    counts the padding, times the window size."""
+    x = node.input(0)
+    p = float(node.attr("p", 2))
+    nsp, attrs = _pool_common(cx, node, x)
+    attrs["count_include_pad"] = True
+    xp = cx.op("power", cx.op("abs", x), cx.scalar(p, x))
+    avg = cx.op(f"nn.avg_pool{_DIMS[nsp]}", xp, **attrs)
+    window = 1
+    for k in attrs["pool_size"]:
+        window *= k
+    s = cx.op("multiply", avg, cx.scalar(window, x))
+    return cx.op("power", s, cx.scalar(1.0 / p, x))
+
+
+def _spatial_axes(cx, x):
+    return tuple(range(2, cx.rank(x)))
+
+
+@converter("GlobalAveragePool", 1)
+def global_avg_pool(cx, node):
+    x = node.input(0)
+    if cx.rank(x) == 4:
+        return cx.op("nn.global_avg_pool2d", x)
+    return cx.op("mean", x, axis=_spatial_axes(cx, x), keepdims=True)
+
+
+@converter("GlobalMaxPool", 1)
+def global_max_pool(cx, node):
+    x = node.input(0)
+    if cx.rank(x) == 4:
+        return cx.op("nn.global_max_pool2d", x)
+    return cx.op("max", x, axis=_spatial_axes(cx, x), keepdims=True)
+
+
+@converter("GlobalLpPool", 2)
+def global_lp_pool(cx, node):
+    x = node.input(0)
+    p = float(node.attr("p", 2))
+    s = cx.op("sum", cx.op("power", cx.op("abs", x), cx.scalar(p, x)), axis=_spatial_axes(cx, x), keepdims=True)
+    return cx.op("power", s, cx.scalar(1.0 / p, x))
+
+
+# -- dropout, LRN ---------------------------------------------------------------------
+
+@converter("Dropout", 1)
+def dropout(cx, node):
+    """Inference: the data unchanged (nn.dropout, which SimplifyInference
+    removes) and an all-true mask; training mode is unsupported."""
+    import numpy as np
+    x = node.input(0)
+    if node.version >= 12 and node.input(2) is not None:
+        training = cx.static_value(node.input(2), "training_mode")
+        if bool(np.asarray(training).reshape(-1)[0]):
+            raise cx.unsupported("training_mode = true (random masks)")
+    rate = node.attr("ratio", 0.5)
+    if node.version >= 12 and node.input(1) is not None:
+        rate = float(cx.static_value(node.input(1), "ratio").reshape(-1)[0])
+    y = cx.get_item(cx.op("nn.dropout", x, rate=min(float(rate), 0.999)), 0)
+    if not node.wants_output(1):
+        return y
+    mask_dtype = "bool" if node.version >= 10 else x.type.dtype
+    mask = cx.const(np.ones(cx.static_shape(x), dtype=mask_dtype))
+    return [y, mask]
+
+
+@converter("LRN", 1)
+def lrn(cx, node):
+    return cx.op("nn.lrn", node.input(0), size=node.attr("size"), axis=1, alpha=node.attr("alpha", 1e-4),
+                 beta=node.attr("beta", 0.75), bias=node.attr("bias", 1.0))

@@ -1,0 +1,165 @@
+"""Quantization: QuantizeLinear, DequantizeLinear, QLinearMatMul,
+QLinearConv, MatMulInteger, ConvInteger -> relay's qnn ops.
+
+Relay's qnn ops take f32 scales and i32 zero points as operands (scalars,
+or vectors along `axis` for per-channel parameters); ONNX's are cast to
+those.  The QLinear ops multiply exactly in integers (qnn.dense,
+qnn.batch_matmul, qnn.conv2d), then rescale as ONNX defines it: the
+accumulator times a_scale * b_scale / y_scale in floating point, rounded
+half to even by qnn.quantize (qnn.requantize rounds halves up or away from
+zero, which would differ from ONNX on ties).
+"""
+
+from __future__ import annotations
+
+from ....ir import types as T
+from ..registry import converter
+from .common import norm_axis
+
+_QUANT_OUT = {"int8", "uint8", "int16", "uint16", "int32"}
+
+
+def _scale(cx, s):
+    return cx.cast(s, T.f32)
+
+
+def _zero_point(cx, z):
+    if z is None:
+        return cx.const(0, T.i32)
+    return cx.cast(z, T.i32)
+
+
+def _axis(cx, node, x, params):
+    """The per-channel axis when a parameter is a vector, else -1."""
+    if all(p is None or (cx.rank(p) == 0 or cx.shape(p) == (1,)) for p in params):
+        return -1
+    return norm_axis(cx, node.attr("axis", 1), cx.rank(x))
+
+
+def _no_blocks(cx, node):
+    if node.attr("block_size", 0):
+        raise cx.unsupported("blocked quantization (block_size)")
+
+
+@converter("QuantizeLinear", 10)
+def quantize_linear(cx, node):
+    from ..dtypes import onnx_type_name, to_tvmd
+    _no_blocks(cx, node)
+    x, s, z = node.input(0), node.input(1), node.input(2)
+    if z is not None:
+        out = cx.dtype(z)
+    elif node.attr("output_dtype"):
+        out = to_tvmd(node.attr("output_dtype"))
+        if out is None:
+            raise cx.unsupported(f"output_dtype {onnx_type_name(node.attr('output_dtype'))}")
+    else:
+        out = T.u8
+    name = T.tvm_dtype_name(out)
+    if name not in _QUANT_OUT:
+        raise cx.unsupported(f"quantizing to {name}")
+    if not T.is_float(cx.dtype(x)):
+        x = cx.cast(x, T.f32)
+    return cx.op("qnn.quantize", x, _scale(cx, s), _zero_point(cx, z), axis=_axis(cx, node, x, (s, z)),
+                 out_dtype=name)
+
+
+@converter("DequantizeLinear", 10)
+def dequantize_linear(cx, node):
+    _no_blocks(cx, node)
+    x, s, z = node.input(0), node.input(1), node.input(2)
+    out = cx.dtype(s)
+    if node.attr("output_dtype"):
+        from .common import onnx_dtype
+        out = onnx_dtype(cx, node.attr("output_dtype"), "output_dtype")
+    return cx.op("qnn.dequantize", x, _scale(cx, s), _zero_point(cx, z), axis=_axis(cx, node, x, (s, z)),
+                 out_dtype=T.tvm_dtype_name(out))
+
+
+def _rescale(cx, acc, multiplier, y_zp, out_dtype, channel_axis=None):
+    """round_half_even(acc * multiplier) + y_zp, saturated to out_dtype: in
+    f64 as ONNX's reference computes it (int32 times float32 promotes)."""
+    accf = cx.cast(acc, T.f64)
+    m = cx.cast(multiplier, T.f64)
+    if channel_axis is not None and cx.rank(m) == 1 and cx.shape(m) != (1,):
+        m = cx.op("expand_dims", m, axis=1, num_newaxis=cx.rank(acc) - channel_axis - 1)
+    scaled = cx.op("multiply", accf, m)
+    return cx.op("qnn.quantize", scaled, cx.const(1.0, T.f32), _zero_point(cx, y_zp),
+                 out_dtype=T.tvm_dtype_name(out_dtype))
+
+
+def _multiplier(cx, a_s, b_s, y_s=None):
+    m = cx.op("multiply", _scale(cx, a_s), _scale(cx, b_s))
+    return m if y_s is None else cx.op("divide", m, _scale(cx, y_s))
+
+
+def _integer_matmul(cx, a, b, a_zp, b_zp, a_s, b_s):
+    """(a - a_zp) @ (b - b_zp) in int32 with qnn.dense (2-d by 2-d) or
+    qnn.batch_matmul (batches broadcast, flattened to one)."""
+    ra, rb = cx.rank(a), cx.rank(b)
+    azp, bzp = _zero_point(cx, a_zp), _zero_point(cx, b_zp)
+    if ra == 2 and rb == 2:
+        return cx.op("qnn.dense", a, cx.op("transpose", b, axes=(1, 0)), azp, bzp, _scale(cx, a_s),
+                     _scale(cx, b_s), units=cx.shape(b)[1], out_dtype="int32")
+    if ra < 2 or rb < 2:
+        raise cx.unsupported("integer MatMul of 1-d operands")
+    import numpy as np
+    sa, sb = cx.static_shape(a), cx.static_shape(b)
+    batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    nb = int(np.prod(batch)) if batch else 1
+
+    def to3(v, s):
+        full = batch + tuple(s[-2:])
+        if s != full:
+            if len(s) < len(full):
+                v = cx.op("reshape", v, newshape=(1,) * (len(full) - len(s)) + tuple(s))
+            if cx.shape(v) != full:
+                v = cx.op("broadcast_to", v, shape=full)
+        return cx.op("reshape", v, newshape=(nb,) + tuple(s[-2:])) if len(full) != 3 else v
+    if b_zp is not None and cx.rank(b_zp) > 0 and cx.shape(b_zp) != (1,):
+        raise cx.unsupported("per-column zero points in a batched integer MatMul")
+    y = cx.op("qnn.batch_matmul", to3(a, sa), to3(b, sb), azp, bzp, _scale(cx, a_s), _scale(cx, b_s),
+              transpose_b=False, out_dtype="int32")
+    return cx.op("reshape", y, newshape=batch + (sa[-2], sb[-1]))
+
+
+@converter("QLinearMatMul", 10)
+def qlinear_matmul(cx, node):
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = (node.input(i) for i in range(8))
+    acc = _integer_matmul(cx, a, b, a_zp, b_zp, a_s, b_s)
+    out = cx.dtype(y_zp) if y_zp is not None else cx.dtype(a)
+    return _rescale(cx, acc, _multiplier(cx, a_s, b_s, y_s), y_zp, out)
+
+
+@converter("MatMulInteger", 10)
+def matmul_integer(cx, node):
+    a, b, a_zp, b_zp = (node.input(i) for i in range(4))
+    one = cx.const(1.0, T.f32)
+    return _integer_matmul(cx, a, b, a_zp, b_zp, one, one)
+
+
+def _integer_conv(cx, node, x, w, x_zp, w_zp, x_s, w_s):
+    from .common import spatial_attrs
+    if cx.rank(x) != 4:
+        raise cx.unsupported(f"{cx.rank(x) - 2}-d quantized convolution (qnn has conv2d)")
+    ws = cx.shape(w)
+    kernel, strides, dilations, pads = spatial_attrs(cx, node, x, ws)
+    return cx.op("qnn.conv2d", x, w, _zero_point(cx, x_zp), _zero_point(cx, w_zp), _scale(cx, x_s),
+                 _scale(cx, w_s), strides=strides, padding=pads, dilation=dilations,
+                 groups=node.attr("group", 1), channels=ws[0], kernel_size=kernel, out_dtype="int32")
+
+
+@converter("QLinearConv", 10)
+def qlinear_conv(cx, node):
+    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp, bias = (node.input(i) for i in range(9))
+    acc = _integer_conv(cx, node, x, w, x_zp, w_zp, x_s, w_s)
+    if bias is not None:
+        acc = cx.op("nn.bias_add", acc, cx.cast(bias, T.i32), axis=1)
+    out = cx.dtype(y_zp) if y_zp is not None else cx.dtype(x)
+    return _rescale(cx, acc, _multiplier(cx, x_s, w_s, y_s), y_zp, out, channel_axis=1)
+
+
+@converter("ConvInteger", 10)
+def conv_integer(cx, node):
+    x, w, x_zp, w_zp = (node.input(i) for i in range(4))
+    one = cx.const(1.0, T.f32)
+    return _integer_conv(cx, node, x, w, x_zp, w_zp, one, one)

@@ -1,0 +1,131 @@
+"""Ops defined as ONNX functions, converted through their bodies.
+
+Many newer ONNX ops (Attention, RotaryEmbedding, the loss functions,
+SwiGLU ...) come with a function body in their schema -- fixed, or built
+for the node's attributes and input types (a context-dependent function)
+-- and a model may define its own functions (``model.functions``).  An op
+with no converter is expanded into its body's nodes, which are converted
+one by one.  Inside, tensor names take a per-call prefix, attribute
+references (``ref_attr_name``) take the caller's values or the schema's
+defaults, and nodes use the function's own opsets.
+"""
+
+from __future__ import annotations
+
+
+def local_functions(model) -> dict:
+    """(domain, name) -> FunctionProto for the model's own functions."""
+    return {(f.domain, f.name): f for f in model.functions}
+
+
+def schema_of(domain, op_type, opset):
+    import onnx.defs
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None
+
+
+def has_body(importer, proto) -> bool:
+    """Whether `proto` can be expanded (before knowing its input types)."""
+    from .registry import normalize_domain
+    domain = normalize_domain(proto.domain)
+    if (proto.domain, proto.op_type) in importer.functions:
+        return True
+    s = schema_of(domain, proto.op_type, importer.opsets.get(domain, 1))
+    return s is not None and (s.has_function or s.has_context_dependent_function)
+
+
+def function_body(importer, proto, domain, input_types):
+    """The FunctionProto `proto` expands to, or None.  `input_types` are
+    TypeProtos of its inputs (context-dependent bodies depend on them)."""
+    from onnx import FunctionProto
+    local = importer.functions.get((proto.domain, proto.op_type))
+    if local is not None:
+        return local, {}
+    opset = importer.opsets.get(domain, 1)
+    s = schema_of(domain, proto.op_type, opset)
+    if s is None:
+        return None, {}
+    defaults = {name: a.default_value for name, a in s.attributes.items()
+                if a.default_value and a.default_value.name}
+    f = FunctionProto()
+    fixed = [v for v in s.function_opset_versions if v <= opset]
+    if fixed:
+        f.ParseFromString(s.get_function_with_opset_version(max(fixed)))
+        return f, defaults
+    dep = [v for v in s.context_dependent_function_opset_versions if v <= opset]
+    if dep:
+        node = _with_defaults(proto, defaults)
+        f.ParseFromString(s.get_context_dependent_function_with_opset_version(
+            max(dep), node.SerializeToString(), [t.SerializeToString() for t in input_types]))
+        return f, defaults
+    return None, {}
+
+
+def _with_defaults(proto, defaults):
+    from onnx import NodeProto
+    node = NodeProto()
+    node.CopyFrom(proto)
+    have = {a.name for a in node.attribute}
+    for name, a in defaults.items():
+        if name not in have:
+            node.attribute.append(a)
+    return node
+
+
+def type_proto(t):
+    """An ONNX TypeProto for a relay tensor type (None: unknown)."""
+    from onnx import TypeProto, helper
+
+    from .dtypes import to_onnx
+    if t is None:
+        return TypeProto()
+    elem = to_onnx(t.element_type) or 0
+    return helper.make_tensor_type_proto(elem, list(t.shape))
+
+
+def expand(importer, proto, fproto, defaults, prefix):
+    """NodeProtos of `fproto`'s body bound to `proto`'s inputs, outputs
+    and attributes; inner tensors renamed under `prefix`."""
+    from onnx import AttributeProto, NodeProto
+    names = {}
+    for formal, actual in zip(fproto.input, proto.input):
+        names[formal] = actual
+    for formal in list(fproto.input)[len(proto.input):]:
+        names[formal] = ""
+    for formal, actual in zip(fproto.output, proto.output):
+        names[formal] = actual
+    caller = {a.name: a for a in proto.attribute}
+    own_defaults = {a.name: a for a in fproto.attribute_proto}
+
+    def rename(n):
+        if n == "":
+            return ""
+        if n not in names:
+            names[n] = prefix + n
+        return names[n]
+
+    nodes = []
+    for inner in fproto.node:
+        node = NodeProto()
+        node.op_type = inner.op_type
+        node.domain = inner.domain
+        node.name = prefix + (inner.name or inner.op_type)
+        node.input.extend(rename(n) for n in inner.input)
+        node.output.extend(rename(n) for n in inner.output)
+        for a in inner.attribute:
+            if a.ref_attr_name:
+                src = caller.get(a.ref_attr_name) or own_defaults.get(a.ref_attr_name) \
+                    or defaults.get(a.ref_attr_name)
+                if src is None:
+                    continue        # an optional attribute the caller left out
+                b = node.attribute.add()
+                b.CopyFrom(src)
+                b.name = a.name
+            else:
+                if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+                    return None     # subgraphs would need their outer names renamed too
+                node.attribute.add().CopyFrom(a)
+        nodes.append(node)
+    return nodes

@@ -1,0 +1,404 @@
+"""ONNX GraphProto -> a relay module with one function, ``@main``.
+
+* Graph inputs (those that are not initializers) become the parameters of
+  ``@main``, in order, typed from the model (a dynamic dimension is ``?``)
+  unless `shape` / `dtype` say otherwise.
+* Initializers become ``relay.constant`` ops whose DenseAttr key is the
+  initializer's name, so large ones print in the resource section under
+  that name; with ``freeze_params=False`` they become parameters after the
+  inputs instead, and their arrays are returned as `params`.
+* Each node is converted by the converter its op type and opset select
+  (registry.py), at a ``NameLoc`` carrying the node's name; results take
+  the ONNX output names.
+* A node whose inputs are all constants and whose outputs are small (shape
+  arithmetic, mostly) is folded to constants as TVM's importer did; what
+  nothing uses any more is erased at the end.
+"""
+
+from __future__ import annotations
+
+from ...ir import types as T
+from ...ir.diagnostics import DiagnosticError
+from ...ir.location import NameLoc
+from .dtypes import onnx_type_name, tensor_to_numpy, to_tvmd, value_info_type
+from .errors import OnnxImportError, UnsupportedOpError
+
+# Oldest and newest default-domain opsets the converters are written for.
+MIN_OPSET = 1
+# Outputs of all-constant nodes up to this many elements are folded.
+FOLD_ELEMENTS = 1024
+
+
+def model_opsets(model, opset=None) -> dict[str, int]:
+    """domain -> opset version the model imports ('' for ai.onnx)."""
+    from .registry import normalize_domain
+    out = {}
+    for o in model.opset_import:
+        out[normalize_domain(o.domain)] = o.version
+    if opset is not None:
+        out[""] = int(opset)
+    out.setdefault("", 1)
+    return out
+
+
+class _Schemas:
+    """since_version of each (domain, op_type) at the model's opsets, cached."""
+
+    def __init__(self, opsets):
+        self.opsets = opsets
+        self.cache = {}
+
+    def version(self, domain, op_type):
+        key = (domain, op_type)
+        v = self.cache.get(key)
+        if v is None:
+            import onnx.defs
+            try:
+                v = onnx.defs.get_schema(op_type, self.opsets.get(domain, 1), domain).since_version
+            except onnx.defs.SchemaError:
+                v = -1
+            self.cache[key] = v
+        return v
+
+
+class GraphImporter:
+    def __init__(self, model, shape=None, dtype=None, opset=None, freeze_params=True,
+                 input_values=None, source_name=None):
+        self.model = model
+        self.graph = model.graph
+        self.shape = dict(shape or {})
+        self.dtype = dtype
+        self.opsets = model_opsets(model, opset)
+        self.schemas = _Schemas(self.opsets)
+        self.freeze_params = freeze_params
+        self.input_values = dict(input_values or {})
+        self.source_name = source_name
+        self.values = {}          # ONNX tensor name -> relay Value
+        self.bad_inputs = {}      # input name -> why it cannot be a relay parameter
+        self.initializers = {}    # name -> TensorProto, turned into constants on first use
+        self.params = {}
+        self.bound_inputs = {}    # block argument -> input name (for the backend)
+        from .functions import local_functions
+        self.functions = local_functions(model)
+        self.expansions = 0       # function bodies expanded so far (for unique names)
+
+    # -- the whole graph -----------------------------------------------------
+
+    def run(self):
+        from ...dialects.builtin.ops import ModuleOp
+        from ...dialects.relay.ops.function import FuncOp, ReturnOp
+        from ...dialects.relay.passes.dce import erase_dead_ops
+        from ...ir.builder import Builder
+        from ...ir.core import Block, Region
+        from ...ir.verifier import verify
+        from .context import ConvertContext
+
+        self.check_supported()
+        graph = self.graph
+        self.initializers = {t.name: t for t in graph.initializer}
+        if graph.sparse_initializer:
+            raise OnnxImportError(self.graph_loc(), "sparse initializers are not supported")
+        block = Block()
+        self.cx = cx = ConvertContext(Builder.at_end(block))
+        cx.importer = self
+        self.add_inputs(block)
+        for node in graph.node:
+            self.convert_node(node)
+        results = [self.output_value(o) for o in graph.output]
+        block.append(ReturnOp(results, (), None, (), self.graph_loc()))
+        erase_dead_ops(block, None)
+        ft = T.FunctionType([a.type for a in block.args], [v.type for v in results])
+        func = FuncOp((), (), {"sym_name": "main", "function_type": ft}, [Region([block])], self.graph_loc())
+        module = ModuleOp.create_empty()
+        module.body.append(func)
+        verify(module)
+        self.bound_used = sorted(self.bound_inputs[a] for a in cx.bound_used if a in self.bound_inputs)
+        return module, (self.params if not self.freeze_params else None)
+
+    def graph_loc(self):
+        return NameLoc(self.graph.name or "graph")
+
+    def check_supported(self):
+        """Every op type has a converter or a function body, or one error
+        naming them all."""
+        from .functions import has_body
+        from .registry import has_converter
+        missing = {}
+        for node in self.graph.node:
+            if not has_converter(node.domain, node.op_type) and not has_body(self, node):
+                missing.setdefault(node.op_type, node)
+        if not missing:
+            return
+        first = next(iter(missing.values()))
+        names = ", ".join(sorted(missing))
+        notes = [(self.node_loc(n), f"{_describe(n)} is one") for n in list(missing.values())[1:6]]
+        raise UnsupportedOpError(self.node_loc(first),
+                                 f"{_describe(first)}: unsupported ONNX op type{'s' if len(missing) > 1 else ''}: "
+                                 f"{names}", sorted(missing), "no converter", notes)
+
+    def node_loc(self, node):
+        return NameLoc(node.name or (node.output[0] if node.output else node.op_type))
+
+    # -- inputs and outputs ----------------------------------------------------
+
+    def add_inputs(self, block):
+        import numpy as np
+        for vi in self.graph.input:
+            name = vi.name
+            if name in self.initializers:
+                continue      # an old-style model lists its weights as inputs too
+            t = self.input_type(vi)
+            if t is None:
+                continue
+            arg = block.add_arg(t, name)
+            self.values[name] = arg
+            self.bound_inputs[arg] = name
+            if name in self.input_values:
+                self.cx.bound_values[arg] = np.asarray(self.input_values[name])
+        if not self.freeze_params:
+            for name, tensor in self.initializers.items():
+                arr = self.initializer_array(tensor)
+                if arr is None:
+                    continue
+                arg = block.add_arg(T.TensorType(arr.shape, T.from_numpy_dtype(arr.dtype)), name)
+                self.values[name] = arg
+                self.params[name] = arr
+                self.cx.bound_values[arg] = arr
+
+    def input_type(self, vi):
+        name = vi.name
+        info = value_info_type(vi)
+        if info is None:
+            self.bad_inputs[name] = "a non-tensor graph input (sequence, map or optional)"
+            return None
+        elem, dims = info
+        dt = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
+        if dt is not None and (isinstance(self.dtype, dict) or elem == 0):
+            et = dt if isinstance(dt, T.Type) else T.from_dtype_name(str(dt))
+        else:
+            et = to_tvmd(elem)
+            if et is None:
+                self.bad_inputs[name] = f"{onnx_type_name(elem)} tensors"
+                return None
+        if name in self.shape:
+            dims = tuple(None if (d is None or (isinstance(d, int) and d < 0)) else int(d)
+                         for d in self.shape[name])
+        elif dims is None:
+            raise OnnxImportError(self.graph_loc(), f"graph input '{name}' has no shape; give one with "
+                                                    f"shape={{'{name}': (...)}}")
+        return T.TensorType(dims, et)
+
+    def initializer_array(self, tensor):
+        import numpy as np
+        from .dtypes import to_tvmd as elem_ok
+        if elem_ok(tensor.data_type) is None:
+            self.bad_inputs[tensor.name] = f"{onnx_type_name(tensor.data_type)} tensors"
+            return None
+        return np.asarray(tensor_to_numpy(tensor))
+
+    def value(self, name, node=None):
+        """The relay value of ONNX tensor `name`, read by `node` (None: a
+        graph output)."""
+        v = self.values.get(name)
+        if v is not None:
+            return v
+        tensor = self.initializers.get(name)
+        if tensor is not None:
+            arr = self.initializer_array(tensor)
+            if arr is not None:
+                v = self.cx.const(arr, key=name)
+                v.name = name
+                self.values[name] = v
+                return v
+        loc = self.node_loc(node) if node is not None else self.graph_loc()
+        who = _describe(node) if node is not None else f"graph output '{name}'"
+        why = self.bad_inputs.get(name)
+        if why is not None:
+            op_type = node.op_type if node is not None else "Identity"
+            raise UnsupportedOpError(loc, f"{who}: unsupported: '{name}' is {why}", [op_type], why)
+        if node is None:
+            raise OnnxImportError(loc, f"{who} is not produced by any node")
+        raise OnnxImportError(loc, f"{who}: input '{name}' is not defined by any earlier node, "
+                                   f"initializer or graph input")
+
+    def output_value(self, vi):
+        """The value of graph output `vi`, checked against its declared
+        element type (a mismatch is a converter bug, caught here)."""
+        v = self.value(vi.name)
+        info = value_info_type(vi)
+        if info is not None and info[0] and isinstance(v.type, T.TensorType):
+            want = to_tvmd(info[0])
+            if want is not None and want is not v.type.element_type:
+                raise OnnxImportError(self.graph_loc(), f"graph output '{vi.name}' is declared "
+                                                        f"{onnx_type_name(info[0])} but converts to {v.type}")
+        return v
+
+    # -- nodes -------------------------------------------------------------------
+
+    def convert_node(self, proto, schemas=None):
+        """Convert one node; `schemas` are the opsets of the function body
+        it comes from (default: the model's)."""
+        from .context import Node
+        from .registry import lookup, normalize_domain
+        schemas = schemas or self.schemas
+        loc = self.node_loc(proto)
+        domain = normalize_domain(proto.domain)
+        version = schemas.version(domain, proto.op_type)
+        fn = lookup(domain, proto.op_type, version if version > 0 else 10 ** 6)
+        if fn is None:
+            if self.expand_function(proto, domain, schemas):
+                return
+            from .registry import has_converter
+            if not has_converter(domain, proto.op_type):
+                raise UnsupportedOpError(loc, f"{_describe(proto)}: unsupported ONNX op type: {proto.op_type}",
+                                         [proto.op_type], "no converter")
+            raise UnsupportedOpError(loc, f"{_describe(proto)}: unsupported: version {version} of the op "
+                                          f"(opset {schemas.opsets.get(domain)})", [proto.op_type],
+                                     f"opset version {version}")
+        inputs = [self.value(n, proto) if n else None for n in proto.input]
+        while inputs and inputs[-1] is None:
+            inputs.pop()
+        node = Node(proto, proto.op_type, domain, proto.name or loc.name, version, inputs,
+                    list(proto.output), parse_attributes(proto), loc)
+        cx = self.cx
+        cx.node = node
+        cx.builder.loc = loc
+        try:
+            outs = fn(cx, node)
+            self.bind_outputs(node, outs)
+        except UnsupportedOpError:
+            raise
+        except DiagnosticError as e:
+            # an op's own error ("'relay.reshape' op ..."): say which node built it
+            d = e.diagnostics[0]
+            if not d.message.startswith("node '"):
+                d.message = f"{node.describe()}: {d.message}"
+            raise
+
+    def convert_subgraph(self, graph, block, schemas=None, inline=False):
+        """Convert the nodes of a control-flow branch (`graph`, which reads
+        outer tensors by name and has no inputs here) into `block`; returns
+        the values of its outputs.  Names it defines do not leak out.
+        `inline`: `block` is the current one (a branch known at import time)."""
+        from ...ir.builder import Builder
+        if graph.input:
+            raise UnsupportedOpError(self.cx.loc, f"{self.cx.node.describe()}: unsupported: a subgraph "
+                                                  f"with inputs", [self.cx.node.op_type], "subgraph inputs")
+        cx, saved_values, saved_builder, saved_node = self.cx, dict(self.values), self.cx.builder, self.cx.node
+        saved_inits = self.initializers
+        self.initializers = dict(saved_inits, **{t.name: t for t in graph.initializer})
+        if not inline:
+            cx.builder = Builder.at_end(block)
+        try:
+            for node in graph.node:
+                self.convert_node(node, schemas)
+            return [self.value(o.name) for o in graph.output]
+        finally:
+            self.values, self.initializers = saved_values, saved_inits
+            cx.builder, cx.node = saved_builder, saved_node
+            cx.builder.loc = saved_node.loc
+
+    def expand_function(self, proto, domain, schemas):
+        """Convert `proto` through its function body; False when it has none.
+        What the body cannot convert is reported against `proto`'s op."""
+        from .functions import expand, function_body, type_proto
+        types = [type_proto(self.value(n, proto).type) if n else type_proto(None) for n in proto.input]
+        saved = self.opsets
+        self.opsets = schemas.opsets
+        try:
+            fproto, defaults = function_body(self, proto, domain, types)
+        finally:
+            self.opsets = saved
+        if fproto is None:
+            return False
+        self.expansions += 1
+        prefix = f"{proto.name or proto.op_type}.{self.expansions}/"
+        nodes = expand(self, proto, fproto, defaults, prefix)
+        if nodes is None:
+            raise UnsupportedOpError(self.node_loc(proto), f"{_describe(proto)}: unsupported: a function "
+                                                           f"body with subgraphs", [proto.op_type],
+                                     "function body with subgraphs")
+        # a body that does not import a domain it uses reads it at the caller's version
+        from .registry import normalize_domain
+        opsets = dict(schemas.opsets)
+        opsets.update({normalize_domain(o.domain): o.version for o in fproto.opset_import})
+        inner = _Schemas(opsets)
+        try:
+            for n in nodes:
+                self.convert_node(n, inner)
+        except UnsupportedOpError as e:
+            if proto.op_type not in e.op_types:
+                d = e.diagnostics[0]
+                raise UnsupportedOpError(self.node_loc(proto), f"{_describe(proto)}: unsupported: its "
+                                                               f"function body needs {d.message}",
+                                         [proto.op_type], f"via {', '.join(e.op_types)}: {e.detail}") from None
+            raise
+        return True
+
+    def bind_outputs(self, node, outs):
+        if not isinstance(outs, (list, tuple)):
+            outs = [outs]
+        const_inputs = node.inputs and all(v is None or _is_constant(v) for v in node.inputs)
+        for i, name in enumerate(node.outputs):
+            if not name:
+                continue
+            if i >= len(outs) or outs[i] is None:
+                raise self.cx.unsupported(f"output {i} ('{name}')")
+            v = outs[i]
+            if const_inputs and not _is_constant(v):
+                v = self.fold(v, name)
+            self.values[name] = v
+            if v.name is None:
+                v.name = name     # the printed IR keeps the model's tensor names
+
+    def fold(self, v, name):
+        """`v` as a constant when it is small and follows from constants."""
+        t = v.type
+        if not isinstance(t, T.TensorType) or not t.is_static or t.num_elements() > FOLD_ELEMENTS:
+            return v
+        arr = self.cx.static(v, bound=False)
+        if arr is None:
+            return v
+        return self.cx.const(arr, t.element_type, key=name)
+
+
+def _is_constant(v) -> bool:
+    d = v.defining_op()
+    return d is not None and d.name == "relay.constant"
+
+
+def _describe(node) -> str:
+    return f"node '{node.name or (node.output[0] if node.output else node.op_type)}' ({node.op_type})"
+
+
+def parse_attributes(proto) -> dict:
+    """AttributeProto list -> {name: Python value}: ints, floats, str,
+    tuples of those, numpy arrays for tensors, GraphProtos for graphs."""
+    from onnx import AttributeProto as A
+    out = {}
+    for a in proto.attribute:
+        t = a.type
+        if t == A.INT:
+            v = int(a.i)
+        elif t == A.FLOAT:
+            v = float(a.f)
+        elif t == A.STRING:
+            v = a.s.decode("utf-8", "replace")
+        elif t == A.INTS:
+            v = tuple(int(x) for x in a.ints)
+        elif t == A.FLOATS:
+            v = tuple(float(x) for x in a.floats)
+        elif t == A.STRINGS:
+            v = tuple(s.decode("utf-8", "replace") for s in a.strings)
+        elif t == A.TENSOR:
+            v = a.t
+        elif t == A.GRAPH:
+            v = a.g
+        elif t == A.GRAPHS:
+            v = tuple(a.graphs)
+        elif t == A.TENSORS:
+            v = tuple(a.tensors)
+        else:
+            v = a
+        out[a.name] = v
+    return out
