@@ -41,11 +41,9 @@ from tvmd.frontend.onnx import UnsupportedOpError  # noqa: E402
 
 # Cases that run and fail for reasons outside the frontend, with why.
 KNOWN_FAILURES = {
-    "test_attention_4d_causal_fp16": "fp16: relay's batch_matmul rounds to f16 differently from the "
-                                     "reference (one ulp on 2 of 192 elements)",
+    "test_attention_4d_causal_fp16": "fp16: 2 of 192 elements one ulp off the expected output; relay's "
+                                     "ops round their f16 intermediates differently from ONNX's reference",
     "test_attention_4d_causal_fp16_expanded": "as test_attention_4d_causal_fp16",
-    "test_causal_conv_with_state_silu_fp16": "fp16: relay's conv1d accumulates in f16 (one ulp)",
-    "test_causal_conv_with_state_silu_fp16_expanded": "as test_causal_conv_with_state_silu_fp16",
 }
 
 SUITES = {

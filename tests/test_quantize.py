@@ -22,7 +22,8 @@ from tvmd.parser import parse_module  # noqa: E402
 SMALL = """relay.func @main(%x: tensor<2x3x8x8xf32>) -> tensor<2x5xf32> {
   %w0 = constant dense<0.25> : tensor<4x3x3x3xf32>
   %w1 = constant dense<[[[[0.5]], [[-0.25]], [[0.125]], [[1.0]]], [[[-0.5]], [[0.75]], [[0.25]], [[-1.0]]],
-                        [[[0.3]], [[0.2]], [[-0.1]], [[0.05]]], [[[0.9]], [[-0.6]], [[0.4]], [[0.2]]]]> : tensor<4x4x1x1xf32>
+                        [[[0.3]], [[0.2]], [[-0.1]], [[0.05]]], [[[0.9]], [[-0.6]], [[0.4]], [[0.2]]]]>
+                        : tensor<4x4x1x1xf32>
   %b1 = constant dense<[0.1, 0.2, -0.3, 0.4]> : tensor<4xf32>
   %fc = constant dense<0.1> : tensor<5x64xf32>
   %c0 = nn.conv2d(%x, %w0) {padding = [1, 1]}
@@ -35,6 +36,33 @@ SMALL = """relay.func @main(%x: tensor<2x3x8x8xf32>) -> tensor<2x5xf32> {
   %f = nn.batch_flatten(%p)
   %d = nn.dense(%f, %fc)
   return %d
+}"""
+
+
+# multiply, clip, add of a scalar, concatenate, avg_pool2d, transpose and
+# reshape on integers (per-channel scales made per-tensor where needed)
+MORE_OPS = """relay.func @main(%x: tensor<2x3x8x8xf32>) {
+  %w0 = constant dense<[[[[0.5, -0.2, 0.1], [0.3, 0.9, -0.4], [0.2, 0.1, 0.0]]],
+                        [[[-0.5, 0.7, 0.1], [0.3, -0.9, 0.4], [0.25, 0.1, 0.6]]],
+                        [[[0.05, 0.02, 0.1], [0.03, 0.09, -0.04], [0.02, 0.01, 0.06]]],
+                        [[[1.5, -1.2, 0.1], [0.3, 0.2, -0.4], [0.8, 0.1, 0.3]]]]> : tensor<4x1x3x3xf32>
+  %w1 = constant dense<[[[[0.5]], [[-0.25]], [[0.125]], [[1.0]]], [[[-0.5]], [[0.75]], [[0.25]], [[-1.0]]],
+                        [[[0.3]], [[0.2]], [[-0.1]], [[0.05]]], [[[0.9]], [[-0.6]], [[0.4]], [[0.2]]]]>
+                        : tensor<4x4x1x1xf32>
+  %k = constant dense<0.5> : tensor<f32>
+  %x1 = strided_slice(%x) {begin = [0, 0, 0, 0], end = [2, 1, 8, 8]}
+  %c0 = nn.conv2d(%x1, %w0) {padding = [1, 1]}
+  %rl = nn.relu(%c0)
+  %kc = constant dense<[[[0.5]], [[2.0]], [[-1.0]], [[0.25]]]> : tensor<4x1x1xf32>
+  %m = multiply(%rl, %kc)
+  %cl = clip(%m) {a_min = -2.0, a_max = 3.0}
+  %c1 = nn.conv2d(%cl, %w1)
+  %a = add(%c1, %k)
+  %cat = concatenate(%a, %c1) {axis = 1}
+  %p = nn.avg_pool2d(%cat) {pool_size = [2, 2], strides = [2, 2]}
+  %t = transpose(%p) {axes = [0, 2, 3, 1]}
+  %r = reshape(%t) {newshape = [2, -1]}
+  return %r
 }"""
 
 
@@ -147,6 +175,22 @@ def test_qnn_and_integer_graphs_agree_bit_for_bit(mode, per_channel):
         np.testing.assert_array_equal(q, i)
         ref = run_function(f, "main", x)
         assert np.linalg.norm(q - ref) / np.linalg.norm(ref) < 0.25    # 3 tiny calibration samples
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_more_ops_run_on_integers(per_channel):
+    opts = dict(per_channel=per_channel, skip_conv_layers=[], calibrate_mode="percentile")
+    mq, mi = quantized(MORE_OPS, realize_to="qnn", **opts), quantized(MORE_OPS, **opts)
+    names = ops_of(mq)
+    for op in ("multiply", "clip", "add", "concatenate", "nn.avg_pool2d", "transpose", "reshape"):
+        i = names.index("relay." + op)
+        assert str(list(mq.body.first.body.ops)[i].results[0].type).endswith("xi32>"), op
+    f = parse_module(MORE_OPS, "m.relay")
+    for x in small_inputs(2, 5):
+        q = run_function(mq, "main", x)
+        np.testing.assert_array_equal(q, run_function(mi, "main", x))
+        ref = run_function(f, "main", x)
+        assert np.linalg.norm(q - ref) / np.linalg.norm(ref) < 0.05
 
 
 def test_weights_are_quantized_once_and_conv_runs_on_int8():

@@ -128,3 +128,66 @@ def test_random_control_flow_through_the_graph_passes(prog):
         out = print_module(m)
         assert print_module(parse_module(out)) == out
         assert np.array_equal(run_function(m, "main", *args), want), pipeline
+
+
+CONV_USED_IN_REGIONS = """relay.func @main(%c: tensor<i1>, %x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  %conv = nn.conv2d(%x, %w) {padding = [1, 1]}
+  %q = nn.relu(%conv)
+  %r = if %c {
+    %e = exp(%q)
+    %conv2 = nn.conv2d(%e, %w) {padding = [1, 1]}
+    yield %conv2
+  } else {
+    yield %q
+  }
+  return %r
+}
+"""
+
+
+def _convert(text):
+    m = run(parse_module(text), "convert-layout{nn.conv2d=NHWC}")
+    before = run(parse_module(text), "infer-type")
+    rng = np.random.default_rng(1)
+    x = rng.integers(-2, 3, (1, 4, 8, 8)).astype(np.float32)
+    w = rng.integers(-1, 2, (4, 4, 3, 3)).astype(np.float32)
+    for c in (True, False):
+        np.testing.assert_allclose(run_function(m, "main", np.array(c), x, w),
+                                   run_function(before, "main", np.array(c), x, w), rtol=1e-5)
+    return m
+
+
+@pytest.mark.xfail(strict=True, reason="convert-layout: a converted value used inside a region keeps its "
+                                       "NCHW op too (the conv runs twice, the NHWC twin is dead)")
+def test_convert_layout_value_used_inside_a_region_is_transformed_back_once():
+    m = _convert(CONV_USED_IN_REGIONS)
+    main = m.body.first
+    top = [op.name for op in main.body.ops]
+    assert top.count("relay.nn.conv2d") == 1, print_module(m)
+    assert all(op.results[0].uses for op in main.body.ops if op.results), print_module(m)
+
+
+@pytest.mark.xfail(strict=True, reason="convert-layout: nn.conv2d inside an if branch is not converted "
+                                       "(TVM's ConvertLayout rewrites inside branches)")
+def test_convert_layout_converts_a_conv_inside_a_branch():
+    m = _convert(CONV_USED_IN_REGIONS)
+    convs = [op for op in m.walk() if op.name == "relay.nn.conv2d"]
+    assert all(op.attributes.get("data_layout") == "NHWC" for op in convs), print_module(m)
+
+
+@pytest.mark.xfail(strict=True, reason="fuse-ops: get_item of a tuple that holds a closure / ADT value is "
+                                       "fused into a kernel whose parameter is that tuple")
+def test_fuse_ops_kernels_take_only_tensors():
+    m = run(parse_module("""relay.adt @Opt<A> { Some(!A), None }
+relay.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %f = fn (%y: tensor<4xf32>) { return %y }
+  %a = nn.relu(%x)
+  %s = Some(%a)
+  %t = tuple(%f, %a, %s)
+  %b = get_item(%t) {index = 1}
+  %r = exp(%b)
+  return %r
+}"""), "fuse-ops")
+    for f in m.body.ops:
+        if "primitive" in f.attributes:
+            assert all(str(a.type).startswith("tensor<") for a in f.body.args), print_module(m)

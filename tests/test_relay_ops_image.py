@@ -68,6 +68,21 @@ def test_tf_crop_and_resize(method):
     close(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("coord", ["half_pixel", "half_pixel_symmetric", "asymmetric", "pytorch_half_pixel"])
+@pytest.mark.parametrize("method", ["nearest", "linear", "cubic"])
+def test_given_scales(coord, method):
+    """ONNX Resize with scales whose output size is rounded: the coordinates
+    use the scale given (the `scales` attribute), not output / input."""
+    x = rand(1, 2, 4, 5)
+    sc = np.array([1, 1, 0.6, 1.7], np.float32)
+    want = ort_run("Resize", [x, None, sc], mode=method, coordinate_transformation_mode=coord)
+    size = [int(np.floor(4 * 0.6)), int(np.floor(5 * 1.7))]
+    got = run("image.resize2d", x, size=size, scales=[0.6, 1.7], coordinate_transformation_mode=coord,
+              method="nearest_neighbor" if method == "nearest" else method, cubic_alpha=-0.75,
+              rounding_method="round_prefer_floor")
+    close(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_layouts_and_ranks():
     x = rand(1, 3, 4, 5)
     want = ort_resize(x, (6, 3), "linear", "half_pixel")

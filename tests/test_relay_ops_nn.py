@@ -102,13 +102,15 @@ def pad_loops(x, pw, mode, value=0.0):
                 inside = False
             elif mode == "edge":
                 src.append(min(max(j, 0), d - 1))
+            elif mode == "wrap":
+                src.append(j % d)
             else:   # reflect, without repeating the edge
                 src.append(-j if j < 0 else 2 * (d - 1) - j)
         out[idx] = x[tuple(src)] if inside else value
     return out
 
 
-@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
 def test_pad_modes(mode):
     x = rand(2, 3, 4)
     pw = [[0, 1], [2, 1], [1, 3]]

@@ -20,7 +20,8 @@ from tvmd.parser import parse_module  # noqa: E402
 
 FAMILIES = ("elemwise", "nn", "conv", "pool", "norm", "reduce", "transform", "tensor", "image")
 OPS = sorted(name for name, cls in OP_CLASSES.items()
-             if name.startswith("relay.") and issubclass(cls, RelayOp) and cls.__module__.rsplit(".", 1)[-1] in FAMILIES)
+             if name.startswith("relay.") and issubclass(cls, RelayOp)
+             and cls.__module__.rsplit(".", 1)[-1] in FAMILIES)
 
 E, B, I, R, O, X = (OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE, OpPattern.COMM_REDUCE,
                     OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.OPAQUE)

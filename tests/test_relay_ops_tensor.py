@@ -46,7 +46,8 @@ def test_shape_queries():
 def test_take_modes(mode):
     x = rand(3, 5)
     idx = np.array([[0, 4], [-1, 2]], np.int32) if mode == "fast" else np.array([[0, 7], [-1, 2]], np.int32)
-    fix = {"clip": lambda i: np.clip(i, 0, 4), "wrap": lambda i: np.mod(i, 5), "fast": lambda i: np.where(i < 0, i + 5, i)}
+    fix = {"clip": lambda i: np.clip(i, 0, 4), "wrap": lambda i: np.mod(i, 5),
+           "fast": lambda i: np.where(i < 0, i + 5, i)}
     assert (run("take", x, idx, axis=1, mode=mode) == x[:, fix[mode](idx)]).all()
     flat = np.array([0, 14, 20], np.int64)
     if mode != "fast":

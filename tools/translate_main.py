@@ -1,6 +1,8 @@
-"""tvm-translate: turn tir into LLVM IR, assembly, an object file or CUDA C.
+"""tvm-translate: turn tir into LLVM IR, assembly, an object file or CUDA C,
+and import models from other frameworks as relay text.
 
     tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=T] [-O0..-O3] [-o out]
+    tvm-translate --import-onnx model.onnx [--input-shape=NAME:1x3x?x?] [-o out.relay]
 
 Every tir.func of the input is translated (other ops, such as a relay
 ``main``, are left out).  Diagnostics follow tvm-opt: ``file:line:col:
@@ -17,7 +19,8 @@ import sys
 from .cmdline import ToolDriver, take_input, report_internal_error, take_value, tool_main
 
 USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=TARGET] "
-         "[-O0..-O3] [-o out]")
+         "[-O0..-O3] [-o out]\n"
+         "       tvm-translate --import-onnx model.onnx [--input-shape=NAME:DIMS ...] [-o out.relay]")
 
 HELP = """\
 Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target code.
@@ -38,8 +41,14 @@ Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target cod
   -O0 -O1 -O2 -O3      LLVM optimisation level
   --help, --version
 
-importers (not implemented yet; they come in a later issue):
-  --import-onnx, --import-relay-text, --import-pytorch
+importers (write relay text, large weights in the resource section):
+  --import-onnx FILE   an ONNX model (a file path); @main takes the graph inputs,
+                       each op is located at its node's name (--print-debuginfo)
+  --input-shape=NAME:DIMS
+                       with --import-onnx: the shape of input NAME, e.g. x:1x3x224x224
+                       ('?' for a dynamic dimension); repeatable
+  --print-debuginfo    with --import-onnx: print each op's location (the ONNX node)
+  --import-relay-text, --import-pytorch: not implemented yet (a later issue)
 
 environment: TVMD_NUM_THREADS sets the threads compiled parallel loops use at run time.
 """
@@ -47,6 +56,7 @@ environment: TVMD_NUM_THREADS sets the threads compiled parallel loops use at ru
 EMITS = ("llvm", "asm", "obj", "cuda", "ptx", "cubin")
 BINARY = ("obj", "cubin")
 IMPORTERS = ("--import-onnx", "--import-relay-text", "--import-pytorch")
+NOT_YET = ("--import-relay-text", "--import-pytorch")
 
 
 class Options:
@@ -61,6 +71,9 @@ class Options:
         self.target_index = None
         self.target_offset = 0
         self.opt_level = None
+        self.import_onnx = None       # argument index of --import-onnx
+        self.input_shapes = {}        # --input-shape: name -> dims
+        self.debuginfo = False
 
 
 def parse_args(argv, cl):
@@ -73,8 +86,25 @@ def parse_args(argv, cl):
             i += 1
             continue
         name, eq, value = a.partition("=")
-        if name in IMPORTERS:
+        if name in NOT_YET:
             raise cl.error(i, f"'{name}' is not implemented yet: the importers come in a later issue")
+        if name == "--import-onnx":
+            o.import_onnx = i
+            if eq:
+                take_input(o, value, i, cl, "model")
+            elif o.input is None and i + 1 < n and not argv[i + 1].startswith("-"):
+                take_input(o, argv[i + 1], i + 1, cl, "model")
+                i += 1
+            i += 1
+            continue
+        if name == "--input-shape":
+            value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
+            parse_input_shape(o, value, vi, voff, cl)
+            continue
+        if name == "--print-debuginfo" and not eq:
+            o.debuginfo = True
+            i += 1
+            continue
         if name in ("-O0", "-O1", "-O2", "-O3") and not eq:
             o.opt_level = int(name[2])
             i += 1
@@ -91,13 +121,80 @@ def parse_args(argv, cl):
                 o.output, o.output_index = value, vi
             continue
         import difflib
-        known = ["--emit", "--target", "--output", "--help", "--version", *IMPORTERS]
+        known = ["--emit", "--target", "--output", "--help", "--version", "--input-shape", "--print-debuginfo",
+                 *IMPORTERS]
         cands = difflib.get_close_matches(name, known, n=1)
         hint = f"; did you mean '{cands[0]}'?" if cands else ""
         raise cl.error(i, f"unknown option '{name}'{hint}")
+    if o.import_onnx is not None:
+        check_import_args(o, cl)
+        return o
+    if o.input_shapes or o.debuginfo:
+        raise cl.error(-1, "--input-shape and --print-debuginfo go with --import-onnx")
     if o.emit is None:
         raise cl.error(-1, "no output kind: give --emit=llvm|asm|obj|cuda|ptx|cubin")
     return o
+
+
+def parse_input_shape(o, value, vi, voff, cl):
+    """``NAME:1x3x224x224`` ('?' or -1 for a dynamic dimension; NAME may
+    itself hold colons: the shape follows the last one)."""
+    name, sep, dims = value.rpartition(":")
+    if not sep or not name:
+        raise cl.error(vi, f"--input-shape expects NAME:DIMS (e.g. x:1x3x224x224), got '{value}'", voff)
+    shape = []
+    for d in dims.split("x") if dims else []:
+        if d in ("?", "-1"):
+            shape.append(None)
+        elif d.isdigit():
+            shape.append(int(d))
+        else:
+            raise cl.error(vi, f"bad dimension '{d}' in --input-shape (a number, or '?' for a dynamic one)",
+                           voff + len(name) + 1)
+    o.input_shapes[name] = tuple(shape)
+
+
+def check_import_args(o, cl):
+    if o.input is None:
+        raise cl.error(o.import_onnx, "--import-onnx needs the model's file path")
+    if o.input == "-":
+        raise cl.error(o.input_index, "--import-onnx reads a file path, not stdin (an ONNX model is binary "
+                                      "and may keep its weights in files beside it)")
+    for flag, idx in (("--emit", o.emit_index), ("--target", o.target_index)):
+        if idx is not None:
+            raise cl.error(idx, f"{flag} does not go with --import-onnx, which writes relay text")
+
+
+def import_onnx(o, driver):
+    """The relay text of the ONNX model at o.input."""
+    import os
+
+    from ..ir.diagnostics import DiagnosticError
+    from ..ir.location import UNKNOWN
+    from ..ir.printer import print_module
+    cl = driver.cl
+    path = o.input
+    if not os.path.exists(path):
+        raise cl.error(o.input_index, f"could not open input file '{path}': no such file")
+    if os.path.isdir(path):
+        raise cl.error(o.input_index, f"could not open input file '{path}': it is a directory")
+    try:
+        import onnx
+    except ImportError:
+        raise DiagnosticError(UNKNOWN, "--import-onnx needs the 'onnx' package (pip install onnx)") from None
+    try:
+        model = onnx.load(path)
+    except Exception as e:   # a protobuf decode error, a missing external data file
+        raise DiagnosticError(UNKNOWN, f"'{path}' is not a readable ONNX model: {type(e).__name__}: {e}") from None
+    from ..frontend.onnx.importer import GraphImporter
+    names = {vi.name for vi in model.graph.input}
+    for name in o.input_shapes:
+        if name not in names:
+            raise DiagnosticError(UNKNOWN, f"--input-shape names '{name}', which is not an input of the model "
+                                           f"(inputs: {', '.join(sorted(names)) or 'none'})")
+    imp = GraphImporter(model, shape=o.input_shapes, source_name=path)
+    module, _ = imp.run()
+    return print_module(module, debuginfo=o.debuginfo)
 
 
 def resolve_target(o, cl):
@@ -129,6 +226,9 @@ class Driver(ToolDriver):
         cl = self.cl
         try:
             o = parse_args(argv, cl)
+            if o.import_onnx is not None:
+                result = import_onnx(o, self)
+                return self.write(result, o, cl)
             target = resolve_target(o, cl)
             if o.emit in BINARY and (o.output is None or o.output == "-") and sys.stdout.isatty():
                 raise cl.error(o.emit_index, f"refusing to write a binary {o.emit} file to a terminal; "

@@ -276,7 +276,11 @@ class Interpreter:
             if name == terminator:
                 return [env[v] for v in op.operands]
             args = [env[v] for v in op.operands]
-            if name == "relay.call":
+            if name not in _SPECIAL:
+                if op.regions:
+                    raise op.error("has regions the relay interpreter does not know how to run")
+                env[op.results[0]] = evaluate_op(op, args)
+            elif name == "relay.call":
                 callee = self._callee(op)
                 out = (yield (self._enter(callee, args, op), True, op))
                 env[op.results[0]] = self._one_result(op, out, f"@{op.callee}")
@@ -302,14 +306,10 @@ class Interpreter:
                 env[op.results[0]] = Closure(self._callee(op))
             elif name == "relay.construct":
                 env[op.results[0]] = ConValue(op.attributes["constructor"], args)
-            elif name in ("relay.tuple", "relay.get_item"):
-                # any values, not only arrays: a tuple may hold closures or ADT values
-                out = tuple(args) if name == "relay.tuple" else args[0][op.attributes["index"]]
-                env[op.results[0]] = conform(op, out, op.results[0].type, "computed")
-            elif op.regions:
-                raise op.error("has regions the relay interpreter does not know how to run")
             else:
-                env[op.results[0]] = evaluate_op(op, args)
+                # tuples hold any values, not only arrays: closures, ADT values
+                out = tuple(args) if name == "relay.tuple" else _project(op, args[0])
+                env[op.results[0]] = conform(op, out, op.results[0].type, "computed")
         raise owner.error(f"a block does not end with '{terminator.split('.')[1]}'")
 
     def _callee(self, op):
@@ -361,6 +361,18 @@ class Interpreter:
                     free.append(v)
             self._free[fn] = free
         return free
+
+
+# the ops _block runs itself; every other op is evaluate_op's
+_SPECIAL = frozenset({"relay.call", "relay.call_indirect", "relay.if", "relay.match", "relay.fn",
+                      "relay.func_ref", "relay.construct", "relay.tuple", "relay.get_item"})
+
+
+def _project(op, t):
+    i = op.attributes["index"]
+    if not isinstance(t, tuple) or not -len(t) <= i < len(t):
+        raise op.error(f"cannot take item {i} of {_describe(t)}")
+    return t[i]
 
 
 def _matches(p, value, bound) -> bool:

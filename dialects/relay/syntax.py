@@ -111,7 +111,8 @@ class Syntax:
         return self.make_op(CallOp, self.uses_in(c[2]), rtypes, {"callee": SymbolRef(symbol_name(sym))}, (), tok)
 
     def relay_call_value(self, c):
-        """``call %f(%a, ...) [: T]``: the type defaults to the callee's result."""
+        """``relay_call_value: RELAY_CALL VALUE VALUE_LIST [":" type]``:
+        ``call %f(%a, ...)``; the type defaults to the callee's result."""
         tok = c[0]
         callee = self.use(c[1])
         args = self.uses_in(c[2])
@@ -131,8 +132,9 @@ class Syntax:
         return self.make_op(ConstantOp, (), [value.type], {"value": value}, (), tok)
 
     def relay_func_ref(self, c):
-        """``constant @f [: T]``: a global function as a value; without a
-        type it waits for --infer-type (@f may be defined later)."""
+        """``relay_func_ref: RELAY_CONSTANT SYMBOL [":" type]``: a global
+        function as a value; without a type it waits for --infer-type (@f
+        may be defined later)."""
         tok, sym = c[0], c[1]
         rtype = _split_type(c, 2) or T.incomplete
         return self.make_op(FuncRefOp, (), [rtype], {"callee": SymbolRef(symbol_name(sym))}, (), tok)
@@ -140,10 +142,13 @@ class Syntax:
     # -- if and fn ------------------------------------------------------------------
 
     def relay_if_header(self, c):
+        """``relay_if_header: RELAY_IF VALUE [":" type]``: both branches see
+        the enclosing scope and end in ``yield``."""
         self.open_op(terminators={"yield": YieldOp})
         return (c[0], self.use(c[1]), _split_type(c, 2))
 
     def relay_if(self, c):
+        """``relay_if: relay_if_header region "else" region``."""
         self.close_op()
         (tok, cond, rtype), then_r, else_r = c
         op = self.make_op(IfOp, [cond], (), None, [then_r, else_r], tok)
@@ -161,6 +166,8 @@ class Syntax:
         op.results = [OpResult(t, op, 0)]
 
     def relay_fn_header(self, c):
+        """``relay_fn_header: RELAY_FN "(" [relay_param ("," relay_param)*] ")"
+        ["->" type] ["attributes" attr_dict]``."""
         tok = c[0]
         params, ret, attrs = [], None, {}
         for x in c[1:]:
@@ -175,6 +182,8 @@ class Syntax:
         return (tok, [t for _, t in params], ret, attrs)
 
     def relay_fn(self, c):
+        """``relay_fn: relay_fn_header region``: without ``-> T`` the result
+        is the returned value's type."""
         self.close_op()
         (tok, ins, ret, attrs), region = c
         if ret is None:
@@ -186,9 +195,13 @@ class Syntax:
     # -- algebraic data types ---------------------------------------------------------
 
     def relay_adt_ctor(self, c):
+        """``relay_adt_ctor: RELAY_CTOR ["(" type ("," type)* ")"]``."""
         return (c[0], [x for x in c[1:]])
 
     def relay_adt(self, c):
+        """``relay_adt: RELAY_ADT SYMBOL ["<" BARE_ID ("," BARE_ID)* ">"]
+        "{" [relay_adt_ctor ("," relay_adt_ctor)*] "}"``; its constructors
+        become known to the rest of the parse."""
         tok, sym = c[0], c[1]
         params, ctors, seen = [], {}, {}
         for x in c[2:]:
@@ -219,8 +232,8 @@ class Syntax:
         return d
 
     def relay_construct(self, c):
-        """``Ctor(%a, ...) [: T]``; the type defaults to what the arguments
-        determine, ``?`` if they do not (yet)."""
+        """``relay_construct: RELAY_CTOR [VALUE_LIST] [":" type]``; the type
+        defaults to what the arguments determine, ``?`` if they do not (yet)."""
         tok = c[0]
         d = self._adt_of(tok)
         args = self.uses_in(c[1]) if len(c) > 1 and not isinstance(c[1], T.Type) else []
@@ -243,11 +256,16 @@ class Syntax:
     # -- match ------------------------------------------------------------------------
 
     def relay_match_header(self, c):
+        """``relay_match_header: RELAY_MATCH VALUE [":" type] "{"``: the
+        scrutinee is kept for typing the arms' binders."""
         tok = c[0]
         m = (tok, self.use(c[1]), _split_type(c, 2))
         self._relay_matches.append(m)
         return m
 
+    # relay_pattern: RELAY_CTOR ["(" relay_pattern ("," relay_pattern)* ")"]  -> relay_pat_ctor
+    #     | VALUE -> relay_pat_var | RELAY_WILD -> relay_pat_wild
+    #     | "(" relay_pattern ("," relay_pattern)* ")" -> relay_pat_tuple
     def relay_pat_var(self, c):
         return P.Pat(P.VAR, tok=c[0])
 
@@ -261,8 +279,9 @@ class Syntax:
         return P.Pat(P.TUPLE, subs=c, tok=c[0].tok)
 
     def relay_arm_head(self, c):
-        """A pattern is read: type its binders against the scrutinee and make
-        them the arm region's arguments."""
+        """``relay_arm_head: relay_pattern "=>"``: type the pattern's binders
+        against the scrutinee and make them the arm region's arguments (an
+        error points at the sub-pattern that cannot match)."""
         pat = c[0]
         value = self._relay_matches[-1][1]
 
@@ -275,10 +294,13 @@ class Syntax:
         return pat
 
     def relay_arm(self, c):
+        """``relay_arm: relay_arm_head region``."""
         self.close_op()
         return (c[0], c[1])
 
     def relay_match(self, c):
+        """``relay_match: relay_match_header relay_arm* "}"``; ``match?`` is
+        partial (not checked for exhaustiveness)."""
         tok, value, rtype = c[0]
         self._relay_matches.pop()
         arms = c[1:]

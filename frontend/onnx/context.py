@@ -185,9 +185,10 @@ class ConvertContext:
     def get_item(self, t, i):
         return self.op("get_item", t, index=i)
 
-    def const(self, value, dtype=None, key=None):
+    def const(self, value, dtype=None, key=None, loc=None):
         """A relay.constant holding `value` (array or scalar) as `dtype` (a
-        tvmd type or numpy dtype; default: the value's own)."""
+        tvmd type or numpy dtype; default: the value's own); `key` names it
+        in the resource section."""
         import numpy as np
         from ...dialects.relay.ops.function import ConstantOp
         from ...ir.attributes import DenseAttr
@@ -209,7 +210,7 @@ class ConvertContext:
             tt = T.TensorType(arr.shape, T.from_numpy_dtype(arr.dtype))
         except TypeError:
             raise self.unsupported(f"constants of dtype {arr.dtype}") from None
-        op = ConstantOp.get(DenseAttr(arr, tt, key), loc=self.builder.loc)
+        op = ConstantOp.get(DenseAttr(arr, tt, key), loc=loc or self.builder.loc)
         self.builder.insert(op)
         v = op.results[0]
         self._static[v] = self._pure[v] = op.value.array

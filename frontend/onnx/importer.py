@@ -131,7 +131,8 @@ class GraphImporter:
             return
         first = next(iter(missing.values()))
         names = ", ".join(sorted(missing))
-        notes = [(self.node_loc(n), f"{_describe(n)} is one") for n in list(missing.values())[1:6]]
+        notes = [(self.node_loc(n), f"{op} is first used by {_describe(n)}")
+                 for op, n in list(missing.items())[1:6]]
         raise UnsupportedOpError(self.node_loc(first),
                                  f"{_describe(first)}: unsupported ONNX op type{'s' if len(missing) > 1 else ''}: "
                                  f"{names}", sorted(missing), "no converter", notes)
@@ -206,7 +207,7 @@ class GraphImporter:
         if tensor is not None:
             arr = self.initializer_array(tensor)
             if arr is not None:
-                v = self.cx.const(arr, key=name)
+                v = self.cx.const(arr, key=name, loc=NameLoc(name))
                 v.name = name
                 self.values[name] = v
                 return v

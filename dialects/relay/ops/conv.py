@@ -33,7 +33,7 @@ from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from ..layouts import Layout, LayoutError, convert_array
 from .base import OpPattern, RelayOp, out_dtype, same_dtype, tensor_type
-from .util import padding_kind, spatial_kind
+from .util import accumulation_dtype, padding_kind, spatial_kind
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
 
@@ -169,12 +169,13 @@ class ConvOp(RelayOp):
         xn = convert_array(x, dl.name, "NC" + sp)
         wn = convert_array(w, kl.name, ("IO" if self.TRANSPOSE else "OI") + sp)
         dt = self.results[0].type.dtype
+        acc = accumulation_dtype(dt)
         if self.TRANSPOSE:
-            y = conv_transpose_nd(xn.astype(dt), wn.astype(dt), a["strides"], a["padding"], a["dilation"],
+            y = conv_transpose_nd(xn.astype(acc), wn.astype(acc), a["strides"], a["padding"], a["dilation"],
                                   a["groups"], a["output_padding"])
         else:
-            y = conv_nd(xn.astype(dt), wn.astype(dt), a["strides"], a["padding"], a["dilation"], a["groups"])
-        return convert_array(y, "NC" + sp, ol.name)
+            y = conv_nd(xn.astype(acc), wn.astype(acc), a["strides"], a["padding"], a["dilation"], a["groups"])
+        return convert_array(y.astype(dt, copy=False), "NC" + sp, ol.name)
 
 
 def _conv(name, ndim, transpose=False):

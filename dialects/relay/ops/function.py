@@ -21,6 +21,7 @@ from ....ir.func_like import print_func_like, verify_func_like
 from ....ir.printer import print_symbol
 from ....ir.symbols import lookup_symbol
 from ....ir.traits import ISOLATED_FROM_ABOVE, PURE, SYMBOL as SYMBOL_TRAIT, TERMINATOR
+from ..types import compatible
 from .base import OpPattern, RelayOp
 
 class FuncOp(Operation):
@@ -111,7 +112,7 @@ class CallOp(RelayOp):
             raise self.error(f"passes {len(args)} argument(s) but @{self.callee} takes {len(ft.inputs)}",
                              notes=[(f.loc, "callee defined here")])
         for i, (a, w) in enumerate(zip(args, ft.inputs)):
-            if a.is_complete and a is not w:
+            if not compatible(a, w):   # a parameter may leave dimensions dynamic
                 raise self.error(f"argument {i} has type {a} but @{self.callee} expects {w}",
                                  notes=[(f.loc, "callee defined here")])
         r = self.results[0].type

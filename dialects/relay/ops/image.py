@@ -12,13 +12,16 @@ image.resize{1,2,3}d (TVM's attributes and defaults):
     method = "linear"             nearest_neighbor | linear | cubic
     coordinate_transformation_mode = "half_pixel"
                                   half_pixel | align_corners | asymmetric |
-                                  pytorch_half_pixel | tf_half_pixel_for_nn | tf_crop_and_resize
+                                  pytorch_half_pixel | tf_half_pixel_for_nn | half_pixel_symmetric |
+                                  tf_crop_and_resize
     rounding_method = ""          nearest only: round | round_prefer_floor | round_prefer_ceil |
                                   floor | ceil; "" = round for align_corners, else floor (TVM)
     cubic_alpha = -0.5            the cubic kernel's A (ONNX's default is -0.75)
     cubic_exclude = 0             1: drop taps outside the input and renormalise
     extrapolation_value = 0.0     tf_crop_and_resize: the value outside the input
     out_dtype = ""
+    scales                        unset = size / input size; set (tvmd's, for ONNX Resize
+                                  given scales): the scale each axis' coordinates use
 
 The numerics are ONNX Resize's (its frontend maps to these ops): the
 coordinate of output index i along an axis of input size L and output size
@@ -37,7 +40,7 @@ Pattern injective; layout rule "layout".
 from __future__ import annotations
 
 from ....ir import types as T
-from ....ir.attrkinds import BOOL, FLOAT, FLOATS, INT, STR, enum, ints
+from ....ir.attrkinds import BOOL, FLOAT, FLOATS, INT, STR, enum, ints, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from ..layouts import Layout, LayoutError, convert_array
@@ -48,7 +51,7 @@ np = lazy_module("numpy")   # parsing and printing never need numpy
 
 SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 COORD_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
-               "tf_crop_and_resize")
+               "half_pixel_symmetric", "tf_crop_and_resize")
 ROUNDING = ("", "round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -99,9 +102,11 @@ class ResizeBase(RelayOp):
         ins = y.shape[2:]
         outs = self.out_sizes(list(ins))
         method, mode, rounding, alpha, exclude, extrap, roi = self.params()
+        scales = self.attributes.get("scales")
         for j in range(self.NDIM):
             rs = (roi[j], roi[self.NDIM + j]) if roi else (0.0, 1.0)
-            y = resize_axis(y, 2 + j, outs[j], method, mode, rounding, alpha, exclude, extrap, rs)
+            y = resize_axis(y, 2 + j, outs[j], method, mode, rounding, alpha, exclude, extrap, rs,
+                            scales[j] if scales else None)
         dt = self.results[0].type.dtype
         if np.issubdtype(dt, np.integer):
             y = np.round(y)   # integer images round to the nearest value
@@ -120,6 +125,7 @@ def resize_attrs(ndim):
         "cubic_exclude": Attr(INT, 0),
         "extrapolation_value": Attr(FLOAT, 0.0),
         "out_dtype": Attr(STR, ""),
+        "scales": Attr(optional(FLOATS), None),
     }
 
 
@@ -136,6 +142,9 @@ class ResizeOp(ResizeBase):
         roi = self.attributes["roi"]
         if len(roi) != 2 * self.NDIM:
             raise self.error(f"roi must have {2 * self.NDIM} values (the starts, then the ends), got {len(roi)}")
+        scales = self.attributes.get("scales")
+        if scales is not None and (len(scales) != self.NDIM or min(scales) <= 0):
+            raise self.error(f"scales must be {self.NDIM} positive numbers, got {list(scales)}")
         return super().type_relation(x)
 
     def params(self):
@@ -190,12 +199,18 @@ class UpSampling3DOp(UpSamplingOp):
 
 # -- the 1-d resampling every mode reduces to ------------------------------------------------------
 
-def source_coords(mode, L, M, roi):
-    """Where output index i (0..M-1) falls in the input, ONNX's formulas."""
+def source_coords(mode, L, M, roi, scale=None):
+    """Where output index i (0..M-1) falls in the input, ONNX's formulas;
+    `scale` defaults to M / L."""
     i = np.arange(M, dtype=np.float64)
-    scale = M / L
+    scale = M / L if scale is None else scale
     if mode == "half_pixel":
         return (i + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        # centred: the part of the scaled length L * scale that the whole M
+        # leaves out is split between both ends
+        adjustment = M / (scale * L)
+        return L / 2 * (1 - adjustment) + (i + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (i + 0.5) / scale - 0.5 if M > 1 else np.zeros(M)
     if mode == "align_corners":
@@ -232,9 +247,9 @@ def cubic_weights(t, alpha):
     return np.stack([w(1 + t), w(t), w(1 - t), w(2 - t)], axis=-1)
 
 
-def resize_axis(y, axis, M, method, mode, rounding, alpha, exclude, extrapolation, roi):
+def resize_axis(y, axis, M, method, mode, rounding, alpha, exclude, extrapolation, roi, scale=None):
     L = y.shape[axis]
-    x = source_coords(mode, L, M, roi)
+    x = source_coords(mode, L, M, roi, scale)
     y = np.moveaxis(y, axis, -1)
     if method == "nearest_neighbor":
         if not rounding:

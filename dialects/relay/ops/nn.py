@@ -10,7 +10,7 @@
     %s = nn.softmax(%x) {axis = -1}                   also nn.log_softmax
     %t = nn.dropout(%x) {rate = 0.5}                  tuple<out, mask> as TVM; the interpreter is
                                                       inference: out = x, mask = ones
-    %p = nn.pad(%x) {pad_width = [[0, 0], [1, 1]]}    pad_mode = "constant" | "edge" | "reflect";
+    %p = nn.pad(%x) {pad_width = [[0, 0], [1, 1]]}    pad_mode = "constant" | "edge" | "reflect" | "wrap";
     %p = nn.pad(%x, %v) {pad_width = ...}             the value: operand %v (as TVM) or attribute
                                                       pad_value = 0.0
     %l = nn.lrn(%x) {size = 5, axis = 1, bias = 2.0, alpha = 1e-05, beta = 0.75}
@@ -31,7 +31,7 @@ from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from .base import OpPattern, RelayOp, out_dtype, same_dtype, tensor_type
 from .conv import PADDING, Conv2DOp, conv2d_nchw, normalize_padding  # noqa: F401  (old home)
-from .util import AXES, PAIRS, dims_match, norm_axes, norm_axis, prod, scalar_like, shape_text
+from .util import AXES, PAIRS, accumulation_dtype, dims_match, norm_axes, norm_axis, prod, scalar_like, shape_text
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
 
@@ -62,7 +62,8 @@ class DenseOp(RelayOp):
 
     def compute(self, x, w):
         dt = self.results[0].type.dtype
-        return np.matmul(x.astype(dt), w.T.astype(dt))
+        acc = accumulation_dtype(dt)
+        return np.matmul(x.astype(acc), w.T.astype(acc)).astype(dt)
 
 
 class MatmulOp(RelayOp):
@@ -101,7 +102,8 @@ class MatmulOp(RelayOp):
             a = np.swapaxes(a, -1, -2)
         if self.attributes["transpose_b"]:
             b = b.T
-        return np.matmul(a.astype(dt), b.astype(dt))
+        acc = accumulation_dtype(dt)
+        return np.matmul(a.astype(acc), b.astype(acc)).astype(dt)
 
 
 class BatchMatmulOp(RelayOp):
@@ -140,7 +142,8 @@ class BatchMatmulOp(RelayOp):
             x = x.transpose(0, 2, 1)
         if self.attributes["transpose_b"]:
             y = y.transpose(0, 2, 1)
-        return np.matmul(x.astype(dt), y.astype(dt))
+        acc = accumulation_dtype(dt)
+        return np.matmul(x.astype(acc), y.astype(acc)).astype(dt)
 
 
 class BiasAddOp(RelayOp):
@@ -238,7 +241,7 @@ class PadOp(RelayOp):
     __slots__ = ()
     name = "relay.nn.pad"
     OPERANDS = ("data", "*pad_value")
-    ATTRS = {"pad_width": Attr(PAIRS), "pad_mode": Attr(enum("constant", "edge", "reflect"), "constant"),
+    ATTRS = {"pad_width": Attr(PAIRS), "pad_mode": Attr(enum("constant", "edge", "reflect", "wrap"), "constant"),
              "pad_value": Attr(FLOAT, 0.0)}
     PATTERN = OpPattern.INJECTIVE
     LAYOUT = "axis"
@@ -259,13 +262,15 @@ class PadOp(RelayOp):
         pw = self.attributes["pad_width"]
         if len(pw) != x.rank:
             raise self.error(f"pad_width has {len(pw)} pairs but the data has rank {x.rank}")
-        reflect = self.attributes["pad_mode"] == "reflect"
+        mode = self.attributes["pad_mode"]
         out = []
         for i, ((b, a), d) in enumerate(zip(pw, x.shape)):
             if b < 0 or a < 0:
                 raise self.error(f"pad_width of axis {i} is negative: [{b}, {a}]")
-            if reflect and d is not None and (b >= d or a >= d) and (b or a):
+            if mode == "reflect" and d is not None and (b >= d or a >= d) and (b or a):
                 raise self.error(f"reflect padding of axis {i} must be smaller than its size {d}, got [{b}, {a}]")
+            if mode in ("edge", "wrap") and d == 0 and (b or a):
+                raise self.error(f"{mode} padding cannot extend the empty axis {i}")
             out.append(None if d is None else d + b + a)
         return x.with_shape(out)
 

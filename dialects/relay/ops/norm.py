@@ -90,7 +90,8 @@ class BatchNormOp(NormOp):
     def compute(self, x, gamma, beta, mean, var):
         axis = self.channel_axis(x.ndim)
         with np.errstate(all="ignore"):   # a negative variance gives NaN, as it would compiled
-            y = (x - self.param(mean, axis, x.ndim)) / np.sqrt(self.param(var, axis, x.ndim) + self.attributes["epsilon"])
+            std = np.sqrt(self.param(var, axis, x.ndim) + self.attributes["epsilon"])
+            y = (x - self.param(mean, axis, x.ndim)) / std
         return (self.affine(y, gamma, beta, axis).astype(x.dtype), mean.copy(), var.copy())
 
 

@@ -157,8 +157,8 @@ def pool_nd(x, kind, ks, strides, dilation, padding, ceil_mode, count_include_pa
     outs = [pool_out_size(ins[j], ks[j], strides[j], dilation[j], padding[j], padding[nd + j], ceil_mode)
             for j in range(nd)]
     # ceil_mode windows may reach past the padding: pad that far, never count it
-    extra = [max(0, (outs[j] - 1) * strides[j] + dilation[j] * (ks[j] - 1) + 1 - (ins[j] + padding[j] + padding[nd + j]))
-             for j in range(nd)]
+    reach = [(outs[j] - 1) * strides[j] + dilation[j] * (ks[j] - 1) + 1 for j in range(nd)]
+    extra = [max(0, reach[j] - (ins[j] + padding[j] + padding[nd + j])) for j in range(nd)]
     widths = [(0, 0), (0, 0)] + [(padding[j], padding[nd + j] + extra[j]) for j in range(nd)]
 
     def windows(arr):
@@ -242,7 +242,8 @@ class AdaptivePoolOp(PoolBase):
             idx = tuple(slice(*bins[j][c]) for j, c in enumerate(cell))
             win = x[(slice(None), slice(None)) + idx]
             ax = tuple(range(2, x.ndim))
-            out[(slice(None), slice(None)) + cell] = win.mean(axis=ax, dtype=np.float64) if self.AVG else win.max(axis=ax)
+            pooled = win.mean(axis=ax, dtype=np.float64) if self.AVG else win.max(axis=ax)
+            out[(slice(None), slice(None)) + cell] = pooled
         if self.AVG and np.issubdtype(x.dtype, np.integer):
             out = np.trunc(out)
         return out

@@ -186,7 +186,7 @@ class QuantizeOp(QnnOp):
         positive_scales(self, s)
         axis = self.compute_axis(x)
         out = self.results[0].type.dtype
-        lo, hi = Q.qrange(out)
+        lo, hi = Q.float_bounds(*Q.qrange(out), x.dtype)
         sf = Q.per_axis(np.asarray(s, x.dtype), x.ndim, axis)
         zf = Q.per_axis(np.asarray(z).astype(x.dtype), x.ndim, axis)
         with np.errstate(all="ignore"):

@@ -50,6 +50,19 @@ def qrange(dtype) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
+def float_bounds(lo: int, hi: int, ftype) -> tuple[float, float]:
+    """[lo, hi] as the widest range of `ftype` values inside it, so that a
+    float clipped to it converts to the integer type without overflow
+    (float32 rounds 2^31 - 1 up to 2^31, which int32 cannot hold)."""
+    ft = np.dtype(ftype).type
+    flo, fhi = ft(lo), ft(hi)
+    if float(fhi) > hi:
+        fhi = np.nextafter(fhi, ft(0))
+    if float(flo) < lo:
+        flo = np.nextafter(flo, ft(0))
+    return float(flo), float(fhi)
+
+
 def per_axis(values, rank: int, axis: int):
     """A scale or zero-point array shaped to broadcast along `axis` of a
     rank-`rank` tensor: scalars and one-element arrays stay scalars, a
@@ -133,7 +146,8 @@ def requantize(x, in_scale, in_zp, out_scale, out_zp, axis, rounding, compute_dt
     v = v * per_axis(float_multipliers(in_scale, out_scale).astype(ft), rank, axis)
     v = v + per_axis(np.asarray(out_zp).astype(ft), rank, axis)
     v = np.floor(v + ft.type(0.5)) if rounding == "UPWARD" else round_half_away(v)
-    return np.clip(v, lo, hi).astype(out_dtype)
+    flo, fhi = float_bounds(lo, hi, ft)
+    return np.minimum(np.maximum(v, ft.type(flo)), ft.type(fhi)).astype(out_dtype)
 
 
 def float_multipliers(in_scale, out_scale):

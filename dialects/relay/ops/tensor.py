@@ -118,8 +118,8 @@ class ArangeOp(RelayOp):
         a = self.attributes
         dt = self.results[0].type.dtype
         # start + i * step in the result's dtype, as TVM computes each element
-        return (np.asarray(a["start"]).astype(dt) + np.arange(self.length()).astype(dt) * np.asarray(a["step"]).astype(dt)
-                ).astype(dt)
+        start, step = np.asarray(a["start"]).astype(dt), np.asarray(a["step"]).astype(dt)
+        return (start + np.arange(self.length()).astype(dt) * step).astype(dt)
 
 
 # -- shape queries ---------------------------------------------------------------------------

@@ -215,3 +215,12 @@ def result_dtype(op, index=0):
     if isinstance(t, T.TupleType):
         t = t.types[index]
     return t.dtype
+
+
+def accumulation_dtype(dt):
+    """The dtype a reference product accumulates in: float16 sums in float32
+    and rounds once at the end (as hardware and onnxruntime do); others in
+    their own dtype."""
+    import numpy as np
+    dt = np.dtype(dt)
+    return np.dtype(np.float32) if dt == np.float16 else dt

@@ -111,9 +111,14 @@ def infer_function(func, table=None, adts=None) -> int:
     """Infer and check one relay.func whose callees are already done."""
     ft = func.attributes["function_type"]
     body = func.regions[0].blocks[0]
+    from ..types import type_vars_in
     for a in body.args:
         if not a.type.is_complete:
             raise func.error(f"parameter #{a.index} has no type; relay parameters must be typed")
+        tv = type_vars_in(a.type, set())
+        if tv:
+            raise func.error(f"parameter #{a.index} has type {a.type}: !{sorted(tv)[0]} is a type parameter, "
+                             "and only a relay.adt has them (functions are not polymorphic)")
     if adts is None:
         from ..ops.adt import adt_table
         adts = adt_table(func)

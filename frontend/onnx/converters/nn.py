@@ -143,8 +143,8 @@ def matmul_values(cx, a, b, out_dtype=None):
     a = _broadcast_batch(cx, a, batch)
     b = _broadcast_batch(cx, b, batch)
     nb = int(np.prod(batch)) if batch else 1
-    a3 = cx.op("reshape", a, newshape=(nb,) + tuple(sa[-2:])) if len(sa) != 3 else a
-    b3 = cx.op("reshape", b, newshape=(nb,) + tuple(sb[-2:])) if len(sb) != 3 else b
+    a3 = a if len(batch) == 1 else cx.op("reshape", a, newshape=(nb,) + tuple(sa[-2:]))
+    b3 = b if len(batch) == 1 else cx.op("reshape", b, newshape=(nb,) + tuple(sb[-2:]))
     y = cx.op("nn.batch_matmul", a3, b3, transpose_b=False, out_dtype=out_dtype)
     out = batch + (sa[-2], sb[-1])
     return y if cx.shape(y) == out else cx.op("reshape", y, newshape=tuple(0 if d is None else d for d in out))

@@ -114,7 +114,7 @@ def _integer_matmul(cx, a, b, a_zp, b_zp, a_s, b_s):
                 v = cx.op("reshape", v, newshape=(1,) * (len(full) - len(s)) + tuple(s))
             if cx.shape(v) != full:
                 v = cx.op("broadcast_to", v, shape=full)
-        return cx.op("reshape", v, newshape=(nb,) + tuple(s[-2:])) if len(full) != 3 else v
+        return v if len(full) == 3 else cx.op("reshape", v, newshape=(nb,) + tuple(s[-2:]))
     if b_zp is not None and cx.rank(b_zp) > 0 and cx.shape(b_zp) != (1,):
         raise cx.unsupported("per-column zero points in a batched integer MatMul")
     y = cx.op("qnn.batch_matmul", to3(a, sa), to3(b, sb), azp, bzp, _scale(cx, a_s), _scale(cx, b_s),

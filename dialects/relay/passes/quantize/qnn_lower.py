@@ -138,6 +138,8 @@ class Lowering:
 
     def saturate_cast(self, b, v, dtype):
         lo, hi = Q.qrange(dtype)
+        if T.is_float(v.type.element_type):
+            lo, hi = Q.float_bounds(lo, hi, v.type.dtype)
         return self.op(b, "cast", self.op(b, "clip", v, a_min=float(lo), a_max=float(hi)), dtype=T_name(dtype))
 
     # -- the ops ------------------------------------------------------------------------------------
@@ -149,7 +151,7 @@ class Lowering:
         axis = self.axis(op, "axis", rank)
         ft = x.type.dtype
         out = op.results[0].type.dtype
-        lo, hi = Q.qrange(out)
+        lo, hi = Q.float_bounds(*Q.qrange(out), ft)
         s = self.maybe_param(op, 1)
         z = self.maybe_param(op, 2)
         sv = (self.const(b, Q.per_axis(np.asarray(s).astype(ft), rank, axis), "scale") if s is not None
@@ -212,7 +214,8 @@ class Lowering:
         ft = np.dtype(cd)
         v = self.op(b, "cast", x, dtype=cd)
         if np.any(z_in):
-            v = self.op(b, "subtract", v, self.const(b, Q.per_axis(np.asarray(z_in).astype(ft), rank, axis), "zero_point"))
+            zf = Q.per_axis(np.asarray(z_in).astype(ft), rank, axis)
+            v = self.op(b, "subtract", v, self.const(b, zf, "zero_point"))
         mult = Q.float_multipliers(s_in, s_out).astype(ft)
         v = self.op(b, "multiply", v, self.const(b, Q.per_axis(mult, rank, axis), "multiplier"))
         if np.any(z_out):

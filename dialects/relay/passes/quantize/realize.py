@@ -84,6 +84,7 @@ class Realizer:
         self.const_ops: list = []
         self.dead: list = []         # ops replaced, erased at the end
         self.anchor = func.body.first
+        self.requantized: dict = {}  # (value, scale, dtype, axis) -> QVal
         self.rules = {
             "nn.conv2d": self.conv2d, "nn.dense": self.dense, "add": self.add, "nn.bias_add": self.add,
             "multiply": self.multiply, "nn.relu": self.same_scale, "clip": self.clip,
@@ -158,24 +159,31 @@ class Realizer:
         return f
 
     def requantize(self, b, q, scale, dtype, axis=None):
-        """`q` as `dtype` at `scale` (a scalar, or a vector along `axis`)."""
+        """`q` as `dtype` at `scale` (a scalar, or a vector along `axis`);
+        one conversion per (value, scale, dtype), shared by its users."""
         import numpy as np
         from ...ops.qnn import RequantizeOp
         scale = np.asarray(scale, np.float32)
         if scale.size == 1:
             scale = scale.reshape(())
-        if q.dtype == dtype and q.scale.shape == scale.shape and np.array_equal(q.scale, scale) \
-                and (scale.ndim == 0 or q.axis == axis):
+        axis = axis if scale.ndim else None
+        same_scale = q.scale.shape == scale.shape and np.array_equal(q.scale, scale) and q.axis == axis
+        if same_scale and q.dtype == dtype:
             return q
-        if q.scale.shape == scale.shape and np.array_equal(q.scale, scale) and (scale.ndim == 0 or q.axis == axis):
-            return QVal(b.create(op_class("cast"), q.value, dtype=dtype), scale, axis, dtype)
-        rq_axis = q.axis if q.axis is not None else (axis if scale.ndim else -1)
-        if q.axis is not None and scale.ndim and q.axis != axis:
-            q = self.per_tensor(b, q)
-            rq_axis = axis
-        v = b.create(RequantizeOp, q.value, self.scale_const(q.scale), self.zero(), self.scale_const(scale),
-                     self.zero(), axis=rq_axis, rounding=self.cfg.rounding, out_dtype=dtype)
-        return QVal(v, scale, axis if scale.ndim else None, dtype)
+        key = (q.value, scale.tobytes(), scale.shape, dtype, axis)
+        done = self.requantized.get(key)
+        if done is not None:
+            return done
+        if same_scale:
+            v = b.create(op_class("cast"), q.value, dtype=dtype)
+        else:
+            if q.axis is not None and axis is not None and q.axis != axis:
+                q = self.per_tensor(b, q)
+            rq_axis = q.axis if q.axis is not None else (axis if axis is not None else -1)
+            v = b.create(RequantizeOp, q.value, self.scale_const(q.scale), self.zero(), self.scale_const(scale),
+                         self.zero(), axis=rq_axis, rounding=self.cfg.rounding, out_dtype=dtype)
+        out = self.requantized[key] = QVal(v, scale, axis, dtype)
+        return out
 
     def per_tensor(self, b, q):
         """`q` at one scale, the smallest of its vector (no precision lost)."""
@@ -298,17 +306,18 @@ class Realizer:
         qs = [self.env[op.operands[i]] for i in sides]
         axes = {self.out_axis_of(op, i, q) for i, q in zip(sides, qs)} - {None}
         out_axis = axes.pop() if len(axes) == 1 else None
-        ok = out_axis is not None and all(
-            self.side_axis(op, i, out_axis) is not None
-            and op.operands[i].type.shape[self.side_axis(op, i, out_axis)] not in (1,)
-            for i in sides)
-        if not ok:
+
+        def carries(i):
+            """Can operand i hold a scale vector along out_axis?"""
+            a = self.side_axis(op, i, out_axis)
+            return a is not None and op.operands[i].type.shape[a] != 1
+
+        if out_axis is None or not all(carries(i) for i in sides):
             qs = [self.per_tensor(b, q) for q in qs]
             out_axis = None
-        scales = [q.scale if q.axis is None else q.scale for q in qs]
-        target = scales[0]
-        for s in scales[1:]:
-            target = np.minimum(target, s)
+        target = qs[0].scale
+        for q in qs[1:]:
+            target = np.minimum(target, q.scale)
         out = []
         for i, q in zip(sides, qs):
             ax = self.side_axis(op, i, out_axis) if out_axis is not None else None
