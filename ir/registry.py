@@ -74,6 +74,8 @@ PASSES: dict[str, tuple[str, str, str]] = {
                         "fold per-channel scales into conv2d/dense weights"),
     "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize",
                  "quantize to int8: annotate, calibrate, realize (qnn, then integer ops)"),
+    "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize",
+                         "lower qnn ops to relay integer arithmetic (TVM's qnn CanonicalizeOps)"),
     "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph",
                       "write a Graphviz picture of each function's dataflow"),
     # conversions

@@ -234,3 +234,12 @@ def test_comments_never_become_tokens():
         lines = seed.split("\n")
         commented = "\n".join(x for line in lines for x in (line, noise)) + "\n" + noise
         assert print_module(parse_module(commented)) == seed
+
+
+def test_relay_function_with_several_results_round_trips():
+    text = ("relay.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+            "  %a = nn.relu(%x) : tensor<4xf32>\n  return %a, %x\n}\n")
+    m = parse_module(text)
+    assert print_module(m) == text
+    assert len(m.body.first.attributes["function_type"].results) == 2
+    assert print_module(parse_module(print_module(m, generic=True))) == text

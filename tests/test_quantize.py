@@ -244,3 +244,26 @@ def test_command_line(tmp_path):
     r = tvm_opt(str(src), f"--quantize=calibrate-mode=percentile dataset={tmp_path / 'bad.npz'}")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "array 'input' names no parameter of @main (parameters: x)" in r.stderr
+
+
+# -- with the other passes ------------------------------------------------------------------------------
+
+def run_pipeline(m, pipeline):
+    from tvmd.ir.pass_manager import PassManager, instantiate, parse_pipeline
+    from tvmd.ir.registry import get_pass_class
+    PassManager(instantiate(parse_pipeline(pipeline), get_pass_class)).run(m)
+    return m
+
+
+@pytest.mark.parametrize("realize_to,pipeline", [
+    ("qnn", "convert-layout{qnn.conv2d=NHWC}"),          # the qnn ops' layout rules
+    ("integer", "convert-layout{nn.conv2d=NHWC}"),
+    ("integer", "fold-constant,cse,dce,fuse-ops"),         # the integer ops' pattern kinds
+])
+def test_quantized_graphs_survive_layout_and_fusion(realize_to, pipeline):
+    m = quantized(MORE_OPS, realize_to=realize_to, per_channel=True, skip_conv_layers=[])
+    xs = small_inputs(2, 9)
+    want = [run_function(m, "main", x) for x in xs]
+    run_pipeline(m, pipeline)
+    for x, w in zip(xs, want):
+        np.testing.assert_array_equal(run_function(m, "main", x), w)

@@ -49,13 +49,17 @@ class Syntax:
     def relay_param(self, c):
         return (c[0], c[1])
 
+    def relay_results(self, c):
+        """``-> T`` or ``-> (T1, T2)``: the result types, as a list."""
+        return list(c)
+
     def relay_func_header(self, c):
         tok, sym = c[0], c[1]
         params, ret, attrs = [], None, {}
         for x in c[2:]:
             if type(x) is tuple:
                 params.append(x)
-            elif isinstance(x, T.Type):
+            elif type(x) is list:
                 ret = x
             elif isinstance(x, dict):
                 attrs = x
@@ -75,7 +79,7 @@ class Syntax:
             else:
                 rets = [T.incomplete]
         else:
-            rets = [ret]
+            rets = ret
         attrs["function_type"] = T.FunctionType(ins, rets)
         return self.make_op(FuncOp, (), (), attrs, [region], tok)
 

@@ -87,7 +87,8 @@ def type_proto(t):
 
 def expand(importer, proto, fproto, defaults, prefix):
     """NodeProtos of `fproto`'s body bound to `proto`'s inputs, outputs
-    and attributes; inner tensors renamed under `prefix`."""
+    and attributes; inner tensors renamed under `prefix`, also where
+    subgraphs of the body read them."""
     from onnx import AttributeProto, NodeProto
     names = {}
     for formal, actual in zip(fproto.input, proto.input):
@@ -124,8 +125,36 @@ def expand(importer, proto, fproto, defaults, prefix):
                 b.CopyFrom(src)
                 b.name = a.name
             else:
-                if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-                    return None     # subgraphs would need their outer names renamed too
-                node.attribute.add().CopyFrom(a)
+                b = node.attribute.add()
+                b.CopyFrom(a)
+                # a subgraph (a loop body) reads the function's tensors by their renamed names
+                if a.type == AttributeProto.GRAPH:
+                    b.g.CopyFrom(_rename_outer(a.g, rename))
+                elif a.type == AttributeProto.GRAPHS:
+                    for g in b.graphs:
+                        g.CopyFrom(_rename_outer(g, rename))
         nodes.append(node)
     return nodes
+
+
+def _rename_outer(graph, rename):
+    """A copy of `graph` whose references to names it does not define
+    itself go through `rename` (nested subgraphs too)."""
+    from onnx import AttributeProto, GraphProto
+    g = GraphProto()
+    g.CopyFrom(graph)
+    local = {vi.name for vi in g.input} | {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
+
+    def outer(name):
+        return name if name == "" or name in local else rename(name)
+    for n in g.node:
+        n.input[:] = [outer(x) for x in n.input]
+        for a in n.attribute:
+            if a.type == AttributeProto.GRAPH:
+                a.g.CopyFrom(_rename_outer(a.g, outer))
+            elif a.type == AttributeProto.GRAPHS:
+                for sg in a.graphs:
+                    sg.CopyFrom(_rename_outer(sg, outer))
+    for o in g.output:
+        o.name = outer(o.name)
+    return g

@@ -81,6 +81,7 @@ class GraphImporter:
         from .functions import local_functions
         self.functions = local_functions(model)
         self.expansions = 0       # function bodies expanded so far (for unique names)
+        self.current_schemas = None   # the opsets of the node being converted
 
     # -- the whole graph -----------------------------------------------------
 
@@ -264,6 +265,7 @@ class GraphImporter:
         cx = self.cx
         cx.node = node
         cx.builder.loc = loc
+        saved_schemas, self.current_schemas = self.current_schemas, schemas
         try:
             outs = fn(cx, node)
             self.bind_outputs(node, outs)
@@ -275,29 +277,34 @@ class GraphImporter:
             if not d.message.startswith("node '"):
                 d.message = f"{node.describe()}: {d.message}"
             raise
+        finally:
+            self.current_schemas = saved_schemas
 
-    def convert_subgraph(self, graph, block, schemas=None, inline=False):
-        """Convert the nodes of a control-flow branch (`graph`, which reads
-        outer tensors by name and has no inputs here) into `block`; returns
-        the values of its outputs.  Names it defines do not leak out.
-        `inline`: `block` is the current one (a branch known at import time)."""
+    def convert_subgraph(self, graph, block=None, inputs=()):
+        """Convert the nodes of a subgraph (a branch, a loop body), which
+        reads outer tensors by name, into `block` (None: the current block,
+        a branch known at import time or a loop unrolled); `inputs` are the
+        values of the subgraph's inputs.  Returns the values of its outputs;
+        names it defines do not leak out."""
         from ...ir.builder import Builder
-        if graph.input:
-            raise UnsupportedOpError(self.cx.loc, f"{self.cx.node.describe()}: unsupported: a subgraph "
-                                                  f"with inputs", [self.cx.node.op_type], "subgraph inputs")
-        cx, saved_values, saved_builder, saved_node = self.cx, dict(self.values), self.cx.builder, self.cx.node
-        saved_inits = self.initializers
+        cx, node = self.cx, self.cx.node
+        if len(inputs) != len(graph.input):
+            raise OnnxImportError(cx.loc, f"{node.describe()}: its subgraph '{graph.name}' takes "
+                                          f"{len(graph.input)} input(s), given {len(inputs)}")
+        saved_values, saved_builder, saved_inits = dict(self.values), cx.builder, self.initializers
         self.initializers = dict(saved_inits, **{t.name: t for t in graph.initializer})
-        if not inline:
+        for vi, v in zip(graph.input, inputs):
+            self.values[vi.name] = v
+        if block is not None:
             cx.builder = Builder.at_end(block)
         try:
-            for node in graph.node:
-                self.convert_node(node, schemas)
+            for inner in graph.node:
+                self.convert_node(inner, self.current_schemas)
             return [self.value(o.name) for o in graph.output]
         finally:
             self.values, self.initializers = saved_values, saved_inits
-            cx.builder, cx.node = saved_builder, saved_node
-            cx.builder.loc = saved_node.loc
+            cx.builder, cx.node = saved_builder, node
+            cx.builder.loc = node.loc
 
     def expand_function(self, proto, domain, schemas):
         """Convert `proto` through its function body; False when it has none.
@@ -315,10 +322,6 @@ class GraphImporter:
         self.expansions += 1
         prefix = f"{proto.name or proto.op_type}.{self.expansions}/"
         nodes = expand(self, proto, fproto, defaults, prefix)
-        if nodes is None:
-            raise UnsupportedOpError(self.node_loc(proto), f"{_describe(proto)}: unsupported: a function "
-                                                           f"body with subgraphs", [proto.op_type],
-                                     "function body with subgraphs")
         # a body that does not import a domain it uses reads it at the caller's version
         from .registry import normalize_domain
         opsets = dict(schemas.opsets)

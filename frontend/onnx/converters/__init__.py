@@ -11,8 +11,11 @@ registers them all (registry.py loads it on the first conversion).
     indexing    Gather*, Scatter*, OneHot, Compress, NonZero, TopK, CumSum, ...
     generator   Constant, ConstantOfShape, Range, EyeLike
     image       Resize, Upsample
+    rnn         LSTM, GRU, RNN (unrolled)
+    control     If, Scan, Loop (unrolled)
+    training    Adagrad, Momentum, Adam (ai.onnx.preview.training)
     quantize    QuantizeLinear, DequantizeLinear, QLinear*, *Integer
 """
 
 from . import (activation, control, generator, image, indexing, math, nn, norm, quantize,  # noqa: F401
-               reduce, shape)
+               reduce, rnn, shape, training)

@@ -1,16 +1,27 @@
-"""Control flow: If -> relay's ``if`` with a region per branch.
+"""Control flow: If -> relay's ``if`` with a region per branch; Scan and
+Loop unrolled.
 
 A condition known at import time selects its branch, inlined.  Otherwise
 the branches are ONNX subgraphs reading outer tensors by name; each becomes
 a region (which sees the enclosing values) ending in ``yield``.  relay's if
-yields one value, so several outputs travel as a tuple.  Loop and Scan
-have no relay counterpart yet and stay unsupported.
+yields one value, so several outputs travel as a tuple.
+
+relay has no loop, so Scan and Loop are unrolled, as TVM's frontend
+unrolled recurrent layers: a Scan over its static sequence length, a Loop
+over a trip count known at import time (a constant, or a graph input's
+value the backend binds) while a condition known at import time holds.
+The body's scan outputs are stacked; a loop whose condition depends on
+run-time data, or that would run more than MAX_UNROLL iterations, is
+unsupported.
 """
 
 from __future__ import annotations
 
 from ....ir import types as T
 from ..registry import converter
+from .common import norm_axis
+
+MAX_UNROLL = 1024
 
 
 @converter("If", 1)
@@ -24,8 +35,7 @@ def if_node(cx, node):
     if known is not None:
         # a condition that follows from constants (often from static shapes):
         # the branch taken, inline; the other may not even type-check
-        branch = node.attr("then_branch" if bool(known.reshape(-1)[0]) else "else_branch")
-        return cx.importer.convert_subgraph(branch, cx.builder.block, inline=True)
+        return _taken_branch(cx, node, known)
     if cx.shape(cond) != ():
         cond = cx.op("reshape", cond, newshape=())
     if cx.dtype(cond) is not T.i1:
@@ -45,10 +55,24 @@ def if_node(cx, node):
     try:
         op = IfOp.build(cond, regions=regions, loc=cx.loc)
     except DiagnosticError as e:
+        for r in regions:       # the branches are dropped: so are their uses of outer values
+            for op in list(r.blocks[0].ops):
+                for inner in op.walk():
+                    inner.drop_operands()
+        # branches of different shapes: only a condition known now (a graph
+        # input's value the backend binds) can choose between them
+        known = cx.static(node.input(0))
+        if known is not None:
+            return _taken_branch(cx, node, known)
         raise cx.unsupported(f"branches of different types ({e.diagnostics[0].message})") from None
     cx.builder.insert(op)
     res = op.results[0]
     return res if n == 1 else [cx.get_item(res, i) for i in range(n)]
+
+
+def _taken_branch(cx, node, cond):
+    branch = node.attr("then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
+    return cx.importer.convert_subgraph(branch)
 
 
 def _tuple_in(cx, block, values):
@@ -60,3 +84,113 @@ def _tuple_in(cx, block, values):
         return cx.op("tuple", *values)
     finally:
         cx.builder = saved
+
+
+def _stack(cx, values, axis):
+    if len(values) == 1:
+        return cx.op("expand_dims", values[0], axis=axis)
+    return cx.op("stack", *values, axis=axis)
+
+
+def _scan_core(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs):
+    """The v9 Scan over `scans` (sliced along their axes); returns the final
+    states and the stacked scan outputs."""
+    body = node.attr("body")
+    n = len(states)
+    k = len(body.output) - n
+    lengths = {cx.static_shape(s, "scan input")[a] for s, a in zip(scans, in_axes)}
+    if len(lengths) != 1:
+        raise cx.error(f"scan inputs have different lengths {sorted(lengths)}")
+    length = lengths.pop()
+    if length > MAX_UNROLL:
+        raise cx.unsupported(f"a scan of {length} steps (unrolled, at most {MAX_UNROLL})")
+    collected = [[] for _ in range(k)]
+    for t in range(length):
+        slices = [cx.op("take", s, cx.const(length - 1 - t if d else t, T.i64), axis=a)
+                  for s, a, d in zip(scans, in_axes, in_dirs)]
+        outs = cx.importer.convert_subgraph(body, inputs=list(states) + slices)
+        states = outs[:n]
+        for j in range(k):
+            collected[j].append(outs[n + j])
+    if length == 0 and k:
+        raise cx.unsupported("a scan of length 0")
+    stacked = []
+    for j in range(k):
+        vals = collected[j][::-1] if out_dirs[j] else collected[j]
+        axis = norm_axis(cx, out_axes[j], cx.rank(vals[0]) + 1)
+        stacked.append(_stack(cx, vals, axis))
+    return list(states), stacked
+
+
+@converter("Scan", 9)
+def scan(cx, node):
+    body = node.attr("body")
+    m = node.attr("num_scan_inputs")
+    inputs = list(node.inputs)
+    n = len(inputs) - m
+    states, scans = inputs[:n], inputs[n:]
+    k = len(body.output) - n
+    in_axes = [norm_axis(cx, a, cx.rank(s)) for a, s in zip(node.attr("scan_input_axes") or [0] * m, scans)]
+    in_dirs = node.attr("scan_input_directions") or [0] * m
+    out_axes = node.attr("scan_output_axes") or [0] * k
+    out_dirs = node.attr("scan_output_directions") or [0] * k
+    finals, stacked = _scan_core(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs)
+    return finals + stacked
+
+
+@converter("Scan", 8)
+def scan_v8(cx, node):
+    """Opset 8: a leading batch axis on every input and sequence_lens first;
+    each batch entry is scanned alone (axis 0 of its scan inputs)."""
+    body = node.attr("body")
+    m = node.attr("num_scan_inputs")
+    lens, inputs = node.input(0), list(node.inputs[1:])
+    n = len(inputs) - m
+    k = len(body.output) - n
+    dirs = node.attr("directions") or [0] * m
+    batch = cx.static_shape(inputs[0])[0]
+    if lens is not None:
+        lv = cx.static(lens)
+        seq = cx.static_shape(inputs[n])[1]
+        if lv is None or (lv != seq).any():
+            raise cx.unsupported("sequence_lens shorter than the sequence")
+    per = [[] for _ in range(n + k)]
+    for b in range(batch):
+        row = [cx.op("take", v, cx.const(b, T.i64), axis=0) for v in inputs]
+        finals, stacked = _scan_core(cx, node, row[:n], row[n:], [0] * m, dirs, [0] * k, [0] * k)
+        for j, v in enumerate(finals + stacked):
+            per[j].append(v)
+    return [_stack(cx, vals, 0) for vals in per]
+
+
+@converter("Loop", 1)
+def loop(cx, node):
+    import numpy as np
+    body = node.attr("body")
+    trip_v, cond_v = node.input(0), node.input(1)
+    carried = list(node.inputs[2:])
+    n = len(carried)
+    k = len(body.output) - 1 - n
+    trip = None
+    if trip_v is not None:
+        trip = int(cx.static_value(trip_v, "trip count M").reshape(-1)[0])
+    limit = trip if trip is not None else MAX_UNROLL
+    cond = cond_v if cond_v is not None else cx.const(True)
+    collected = [[] for _ in range(k)]
+    i = 0
+    while True:
+        c = cx.static(cond)
+        if c is None:
+            raise cx.unsupported("a loop condition computed at run time")
+        if not bool(np.asarray(c).reshape(-1)[0]) or i >= limit:
+            break
+        if trip is None and i >= MAX_UNROLL:
+            raise cx.unsupported(f"a loop of more than {MAX_UNROLL} iterations (unrolled)")
+        outs = cx.importer.convert_subgraph(body, inputs=[cx.const(i, T.i64), cond] + carried)
+        cond, carried = outs[0], outs[1:1 + n]
+        for j in range(k):
+            collected[j].append(outs[1 + n + j])
+        i += 1
+    if k and i == 0:
+        raise cx.unsupported("a loop that runs no iteration and has scan outputs")
+    return carried + [_stack(cx, vals, 0) for vals in collected]

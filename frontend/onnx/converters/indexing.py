@@ -135,14 +135,16 @@ def top_k(cx, node):
     return [cx.get_item(out, 0), cx.get_item(out, 1)]
 
 
-@converter("CumSum", 11)
-def cumsum(cx, node):
+@converter(("CumSum", "CumProd"), 11)
+def cumulative(cx, node):
+    """cumsum / cumprod; `reverse` runs it over the reversed axis."""
     x = node.input(0)
     axis = norm_axis(cx, int(cx.static_value(node.input(1), "axis").reshape(-1)[0]), cx.rank(x))
     rev = node.attr("reverse", 0)
     if rev:
         x = cx.op("reverse", x, axis=axis)
-    y = cx.op("cumsum", x, axis=axis, exclusive=bool(node.attr("exclusive", 0)))
+    y = cx.op("cumsum" if node.op_type == "CumSum" else "cumprod", x, axis=axis,
+              exclusive=bool(node.attr("exclusive", 0)))
     return cx.op("reverse", y, axis=axis) if rev else y
 
 

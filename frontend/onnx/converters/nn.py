@@ -268,13 +268,13 @@ def dropout(cx, node):
     removes) and an all-true mask; training mode is unsupported."""
     import numpy as np
     x = node.input(0)
-    if node.version >= 12 and node.input(2) is not None:
-        training = cx.static_value(node.input(2), "training_mode")
-        if bool(np.asarray(training).reshape(-1)[0]):
-            raise cx.unsupported("training_mode = true (random masks)")
     rate = node.attr("ratio", 0.5)
     if node.version >= 12 and node.input(1) is not None:
         rate = float(cx.static_value(node.input(1), "ratio").reshape(-1)[0])
+    if node.version >= 12 and node.input(2) is not None:
+        training = cx.static_value(node.input(2), "training_mode")
+        if bool(np.asarray(training).reshape(-1)[0]) and rate != 0:
+            raise cx.unsupported("training_mode = true (random masks)")
     y = cx.get_item(cx.op("nn.dropout", x, rate=min(float(rate), 0.999)), 0)
     if not node.wants_output(1):
         return y

@@ -289,7 +289,7 @@ def tile(cx, node):
     return cx.op("tile", x, reps=reps)
 
 
-_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect"}
+_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": None}
 
 
 @converter("Pad", 1)
@@ -327,12 +327,34 @@ def pad(cx, node):
         width = [[max(b, 0), max(e, 0)] for b, e in width]
     if all(b == 0 and e == 0 for b, e in width):
         return x
+    if mode == "wrap":
+        return _pad_wrap(cx, x, width)
     if T.is_float(cx.dtype(x)):
         value = float(value)
     elif isinstance(value, float) and not np.isfinite(value):
         raise cx.error(f"pad value {value} does not fit {cx.ttype(x)}")
     return cx.op("nn.pad", x, pad_width=tuple(tuple(w) for w in width), pad_value=value,
                  pad_mode=_PAD_MODES[mode])
+
+
+def _pad_wrap(cx, x, width):
+    """Wrap padding, which nn.pad lacks: each padded axis is the input's
+    tail, the input, and its head, concatenated."""
+    xs = cx.static_shape(x)
+    for a, (b, e) in enumerate(width):
+        if not b and not e:
+            continue
+        if b > xs[a] or e > xs[a]:
+            raise cx.unsupported("wrap padding wider than the axis")
+        parts = []
+        if b:
+            parts.append(strided_slice(cx, x, [xs[a] - b], [xs[a]], [1], [a]))
+        parts.append(x)
+        if e:
+            parts.append(strided_slice(cx, x, [0], [e], [1], [a]))
+        x = cx.op("concatenate", *parts, axis=a)
+        xs = cx.shape(x)
+    return x
 
 
 @converter("Shape", 1)
@@ -373,6 +395,13 @@ def depth_to_space(cx, node):
 
 @converter("SpaceToDepth", 1)
 def space_to_depth(cx, node):
-    mode = node.attr("mode", "DCR")   # opset 28 adds CRD
-    return cx.op("nn.space_to_depth", node.input(0), block_size=node.attr("blocksize"),
-                 mode=None if mode == "DCR" else mode)
+    mode = node.attr("mode", "DCR")   # opset 28 adds CRD, which relay's op does not have
+    x, bs = node.input(0), node.attr("blocksize")
+    if mode == "DCR":
+        return cx.op("nn.space_to_depth", x, block_size=bs)
+    if mode != "CRD":
+        raise cx.error(f"unknown mode '{mode}'")
+    n, c, h, w = cx.static_shape(x)
+    t = cx.op("reshape", x, newshape=(n, c, h // bs, bs, w // bs, bs))
+    t = cx.op("transpose", t, axes=(0, 1, 3, 5, 2, 4))
+    return cx.op("reshape", t, newshape=(n, c * bs * bs, h // bs, w // bs))

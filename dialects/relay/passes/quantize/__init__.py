@@ -55,7 +55,7 @@ class Quantize(QConfig, ModulePass):
         from .calibrate import calibrate
         from .dataset import load_dataset, samples_from_python
         ensure_types(module)
-        func = main_function(module)
+        main_function(module)           # no @main: say so before any work
         run_passes(module, ctx, PREREQUISITES)
         func = main_function(module)
         samples = getattr(self, "samples", None)
@@ -111,12 +111,13 @@ def quantize(module, dataset=None, **options):
     """Quantize `module` in place (Python API); `dataset` is a path, a list of
     dicts parameter name -> array (TVM's form) or a list of argument tuples;
     `options` are QConfig fields.  Returns the module."""
+    import os
     from .....ir.pass_manager import PassContext
     p = Quantize(**options)
-    if dataset is not None:
-        p.samples = list(dataset) if not isinstance(dataset, str) else None
-        if isinstance(dataset, str):
-            p.dataset = dataset
+    if isinstance(dataset, (str, os.PathLike)):
+        p.dataset = os.fspath(dataset)
+    elif dataset is not None:
+        p.samples = list(dataset)      # in-memory samples, loaded by run()
     try:
         p.validate()
     except ValueError as e:

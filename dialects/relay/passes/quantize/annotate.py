@@ -104,8 +104,8 @@ class Annotator:
             bound = float(self.cfg.clip_bound(kind))
             consts = [self.const(nm, val) for nm, val in
                       (("dom_scale", 1.0), ("clip_min", -bound), ("clip_max", bound))]
-            q = Builder.before(op).create(SimulatedQuantizeOp, v, *consts, kind=kind, axis=axis,
-                         name=f"{v.name}_{kind[0]}q" if v.name and not v.name[0].isdigit() else None)
+            name = f"{v.name}_{kind[0]}q" if v.name and not v.name[0].isdigit() else None   # %x_iq, %w_wq
+            q = Builder.before(op).create(SimulatedQuantizeOp, v, *consts, kind=kind, axis=axis, name=name)
             self.cache[key] = q
             self.points.append(q.defining_op())
         op.set_operand(index, q)

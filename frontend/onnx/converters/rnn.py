@@ -1,0 +1,270 @@
+"""Recurrent layers: LSTM, GRU, RNN, unrolled over the static sequence
+length as TVM's frontend did.
+
+Per direction the input projection of every time step is one nn.dense over
+the flattened sequence; each step then adds the recurrent projection
+(nn.dense against R), splits the gates and applies the activations.  Y
+stacks the hidden states in time order (num_directions on axis 1), Y_h and
+Y_c are the final states.  ``layout = 1`` (batch first) is transposed in
+and out.  Per-batch sequence lengths shorter than the sequence are
+unsupported.
+"""
+
+from __future__ import annotations
+
+from ..registry import converter
+from .shape import strided_slice
+
+# activations that read alpha / beta, with ONNX's defaults
+_ALPHA_BETA = {"LeakyRelu": (0.01, None), "ThresholdedRelu": (1.0, None), "Elu": (1.0, None),
+               "Affine": (1.0, 0.0), "ScaledTanh": (1.0, 1.0), "HardSigmoid": (0.2, 0.5)}
+
+
+def _activation(cx, name, x, alpha, beta):
+    s = lambda v: cx.scalar(v, x)   # noqa: E731
+    if name == "Sigmoid":
+        return cx.op("sigmoid", x)
+    if name == "Tanh":
+        return cx.op("tanh", x)
+    if name == "Relu":
+        return cx.op("nn.relu", x)
+    if name == "LeakyRelu":
+        return cx.op("nn.leaky_relu", x, alpha=alpha)
+    if name == "ThresholdedRelu":
+        return cx.op("where", cx.op("greater", x, s(alpha)), x, s(0))
+    if name == "Elu":
+        neg = cx.op("multiply", cx.op("subtract", cx.op("exp", x), s(1)), s(alpha))
+        return cx.op("where", cx.op("less", x, s(0)), neg, x)
+    if name == "Affine":
+        return cx.op("add", cx.op("multiply", x, s(alpha)), s(beta))
+    if name == "ScaledTanh":
+        return cx.op("multiply", cx.op("tanh", cx.op("multiply", x, s(beta))), s(alpha))
+    if name == "HardSigmoid":
+        return cx.op("clip", cx.op("add", cx.op("multiply", x, s(alpha)), s(beta)), a_min=0.0, a_max=1.0)
+    if name == "Softsign":
+        return cx.op("divide", x, cx.op("add", cx.op("abs", x), s(1)))
+    if name == "Softplus":
+        return cx.op("log", cx.op("add", cx.op("exp", x), s(1)))
+    raise cx.unsupported(f"activation '{name}'")
+
+
+def _activations(cx, node, defaults, ndir):
+    """One list of (name, alpha, beta) per direction."""
+    names = list(node.attr("activations") or defaults * ndir)
+    if len(names) == len(defaults) and ndir == 2:
+        names = names * 2
+    alphas = list(node.attr("activation_alpha", ()))
+    betas = list(node.attr("activation_beta", ()))
+    out = []
+    for name in names:
+        da, db = _ALPHA_BETA.get(name, (None, None))
+        a = alphas.pop(0) if da is not None and alphas else da
+        b = betas.pop(0) if db is not None and betas else db
+        out.append((name, a, b))
+    n = len(defaults)
+    return [out[i * n:(i + 1) * n] for i in range(ndir)]
+
+
+class _Layer:
+    """What the three layers share: shapes, per-direction weights, inputs."""
+
+    def __init__(self, cx, node, gates):
+        self.cx, self.node, self.gates = cx, node, gates
+        x = node.input(0)
+        self.layout = node.attr("layout", 0)
+        if self.layout:
+            x = cx.op("transpose", x, axes=(1, 0, 2))
+        self.x = x
+        self.seq, self.batch, self.input_size = cx.static_shape(x, "input X")
+        self.hidden = node.attr("hidden_size") or cx.static_shape(node.input(2), "R")[-1]
+        direction = node.attr("direction", "forward")
+        if direction not in ("forward", "reverse", "bidirectional"):
+            raise cx.error(f"unknown direction '{direction}'")
+        self.dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
+        self.clip = node.attr("clip")
+        lens = node.input(4)
+        if lens is not None:
+            lv = cx.static(lens)
+            if lv is None or (lv != self.seq).any():
+                raise cx.unsupported("sequence_lens shorter than the sequence")
+
+    def part(self, v, d):
+        """Direction d of a (num_directions, ...) tensor."""
+        cx = self.cx
+        return cx.op("take", v, cx.const(d, "int64"), axis=0)
+
+    def initial(self, idx, d):
+        v = self.node.input(idx)
+        if v is None:
+            import numpy as np
+            return self.cx.const(np.zeros((self.batch, self.hidden), dtype=self.cx.ttype(self.x).dtype))
+        if self.layout:
+            v = self.cx.op("transpose", v, axes=(1, 0, 2))
+        return self.part(v, d)
+
+    def input_projections(self, d, bias):
+        """X_t W^T (+ bias) for every t, in time order: (batch, gates * hidden) each."""
+        cx = self.cx
+        w = self.part(self.node.input(1), d)
+        flat = cx.op("reshape", self.x, newshape=(self.seq * self.batch, self.input_size))
+        proj = cx.op("nn.dense", flat, w)
+        if bias is not None:
+            proj = cx.op("add", proj, bias)
+        proj = cx.op("reshape", proj, newshape=(self.seq, self.batch, self.gates * self.hidden))
+        if self.seq == 1:
+            return [cx.op("reshape", proj, newshape=(self.batch, self.gates * self.hidden))]
+        steps = cx.op("split", proj, indices_or_sections=self.seq, axis=0)
+        return [cx.op("squeeze", cx.get_item(steps, t), axis=(0,)) for t in range(self.seq)]
+
+    def biases(self, d):
+        """(W bias, R bias) of direction d, each (gates * hidden), or Nones."""
+        cx = self.cx
+        b = self.node.input(3)
+        if b is None:
+            return None, None
+        b = self.part(b, d)
+        if cx.shape(b) != (2 * self.gates * self.hidden,):
+            raise cx.error(f"B must hold {2 * self.gates} x hidden_size values per direction, got {cx.ttype(b)}")
+        halves = cx.op("split", b, indices_or_sections=2, axis=0)
+        return cx.get_item(halves, 0), cx.get_item(halves, 1)
+
+    def gate_parts(self, v):
+        cx = self.cx
+        parts = cx.op("split", v, indices_or_sections=self.gates, axis=1)
+        return [cx.get_item(parts, i) for i in range(self.gates)]
+
+    def clipped(self, v):
+        if self.clip is None:
+            return v
+        return self.cx.op("clip", v, a_min=-float(self.clip), a_max=float(self.clip))
+
+    def order(self, d):
+        return range(self.seq - 1, -1, -1) if self.dirs[d] == "reverse" else range(self.seq)
+
+    def outputs(self, hs_by_dir, finals):
+        """Y (seq, dirs, batch, hidden) and the final states (dirs, batch, hidden)."""
+        cx = self.cx
+        per_dir = [cx.op("stack", *hs, axis=0) if len(hs) > 1 else cx.op("expand_dims", hs[0], axis=0)
+                   for hs in hs_by_dir]
+        y = cx.op("stack", *per_dir, axis=1) if len(per_dir) > 1 else cx.op("expand_dims", per_dir[0], axis=1)
+        outs = [y]
+        for states in finals:
+            s = cx.op("stack", *states, axis=0) if len(states) > 1 else cx.op("expand_dims", states[0], axis=0)
+            outs.append(s)
+        if self.layout:
+            outs = [cx.op("transpose", outs[0], axes=(2, 0, 1, 3))] + \
+                   [cx.op("transpose", s, axes=(1, 0, 2)) for s in outs[1:]]
+        return outs
+
+
+@converter("LSTM", 7)
+def lstm(cx, node):
+    """Gates i, o, f, c (ONNX's order); optional peepholes P (i, o, f)."""
+    layer = _Layer(cx, node, 4)
+    if node.attr("input_forget", 0):
+        raise cx.unsupported("input_forget = 1")
+    acts = _activations(cx, node, ["Sigmoid", "Tanh", "Tanh"], len(layer.dirs))
+    ys, hs_final, cs_final = [], [], []
+    for d in range(len(layer.dirs)):
+        (f, fa, fb), (g, ga, gb), (h, ha, hb) = acts[d]
+        wb, rb = layer.biases(d)
+        bias = cx.op("add", wb, rb) if wb is not None else None
+        xs = layer.input_projections(d, bias)
+        r = layer.part(node.input(2), d)
+        peep = None
+        if node.input(7) is not None:
+            pp = cx.op("split", layer.part(node.input(7), d), indices_or_sections=3, axis=0)
+            peep = [cx.get_item(pp, i) for i in range(3)]
+        hcur, ccur = layer.initial(5, d), layer.initial(6, d)
+        hs = [None] * layer.seq
+        for t in layer.order(d):
+            gates = cx.op("add", xs[t], cx.op("nn.dense", hcur, r))
+            i, o, fg, c = layer.gate_parts(gates)
+            if peep is not None:
+                i = cx.op("add", i, cx.op("multiply", peep[0], ccur))
+                fg = cx.op("add", fg, cx.op("multiply", peep[2], ccur))
+            i = _activation(cx, f, layer.clipped(i), fa, fb)
+            fg = _activation(cx, f, layer.clipped(fg), fa, fb)
+            c = _activation(cx, g, layer.clipped(c), ga, gb)
+            ccur = cx.op("add", cx.op("multiply", fg, ccur), cx.op("multiply", i, c))
+            if peep is not None:
+                o = cx.op("add", o, cx.op("multiply", peep[1], ccur))
+            o = _activation(cx, f, layer.clipped(o), fa, fb)
+            hcur = cx.op("multiply", o, _activation(cx, h, ccur, ha, hb))
+            hs[t] = hcur
+        ys.append(hs)
+        hs_final.append(hcur)
+        cs_final.append(ccur)
+    return layer.outputs(ys, [hs_final, cs_final])
+
+
+@converter("GRU", 7)
+def gru(cx, node):
+    """Gates z, r, h; linear_before_reset applies r after the recurrent
+    projection of h (and its bias)."""
+    layer = _Layer(cx, node, 3)
+    lbr = node.attr("linear_before_reset", 0)
+    acts = _activations(cx, node, ["Sigmoid", "Tanh"], len(layer.dirs))
+    hdim = layer.hidden
+    ys, finals = [], []
+    for d in range(len(layer.dirs)):
+        (f, fa, fb), (g, ga, gb) = acts[d]
+        wb, rb = layer.biases(d)
+        xs = layer.input_projections(d, wb)
+        r = layer.part(node.input(2), d)
+        rparts = cx.op("split", r, indices_or_sections=3, axis=0)
+        r_zr = cx.op("concatenate", cx.get_item(rparts, 0), cx.get_item(rparts, 1), axis=0)
+        r_h = cx.get_item(rparts, 2)
+        if rb is not None:
+            rbp = cx.op("split", rb, indices_or_sections=3, axis=0)
+            rb_zr = cx.op("concatenate", cx.get_item(rbp, 0), cx.get_item(rbp, 1), axis=0)
+            rb_h = cx.get_item(rbp, 2)
+        hcur = layer.initial(5, d)
+        hs = [None] * layer.seq
+        for t in layer.order(d):
+            xz_r = strided_slice(cx, xs[t], [0], [2 * hdim], [1], [1])
+            xh = strided_slice(cx, xs[t], [2 * hdim], [3 * hdim], [1], [1])
+            zr = cx.op("add", xz_r, cx.op("nn.dense", hcur, r_zr))
+            if rb is not None:
+                zr = cx.op("add", zr, rb_zr)
+            zr = _activation(cx, f, layer.clipped(zr), fa, fb)
+            parts = cx.op("split", zr, indices_or_sections=2, axis=1)
+            z, rg = cx.get_item(parts, 0), cx.get_item(parts, 1)
+            if lbr:
+                hr = cx.op("nn.dense", hcur, r_h)
+                if rb is not None:
+                    hr = cx.op("add", hr, rb_h)
+                pre = cx.op("add", xh, cx.op("multiply", rg, hr))
+            else:
+                pre = cx.op("add", xh, cx.op("nn.dense", cx.op("multiply", rg, hcur), r_h))
+                if rb is not None:
+                    pre = cx.op("add", pre, rb_h)
+            hh = _activation(cx, g, layer.clipped(pre), ga, gb)
+            one_minus_z = cx.op("subtract", cx.scalar(1, z), z)
+            hcur = cx.op("add", cx.op("multiply", one_minus_z, hh), cx.op("multiply", z, hcur))
+            hs[t] = hcur
+        ys.append(hs)
+        finals.append(hcur)
+    return layer.outputs(ys, [finals])
+
+
+@converter("RNN", 7)
+def rnn(cx, node):
+    layer = _Layer(cx, node, 1)
+    acts = _activations(cx, node, ["Tanh"], len(layer.dirs))
+    ys, finals = [], []
+    for d in range(len(layer.dirs)):
+        ((f, fa, fb),) = acts[d]
+        wb, rb = layer.biases(d)
+        bias = cx.op("add", wb, rb) if wb is not None else None
+        xs = layer.input_projections(d, bias)
+        r = layer.part(node.input(2), d)
+        hcur = layer.initial(5, d)
+        hs = [None] * layer.seq
+        for t in layer.order(d):
+            pre = cx.op("add", xs[t], cx.op("nn.dense", hcur, r))
+            hcur = _activation(cx, f, layer.clipped(pre), fa, fb)
+            hs[t] = hcur
+        ys.append(hs)
+        finals.append(hcur)
+    return layer.outputs(ys, [finals])
