@@ -197,12 +197,13 @@ class SoftmaxOp(RelayOp):
     def compute(self, x):
         axis = self.attributes["axis"] % x.ndim
         z = x.astype(np.float64)
-        z = z - z.max(axis=axis, keepdims=True)
-        if self.LOG:
-            out = z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
-        else:
-            ez = np.exp(z)
-            out = ez / ez.sum(axis=axis, keepdims=True)
+        with np.errstate(all="ignore"):   # a row of -inf (fully masked) gives NaN, as compiled code would
+            z = z - z.max(axis=axis, keepdims=True)
+            if self.LOG:
+                out = z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+            else:
+                ez = np.exp(z)
+                out = ez / ez.sum(axis=axis, keepdims=True)
         return out.astype(x.dtype)
 
 
