@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
-from .onnx import StaticValueRequired, UnsupportedOpError, load_model
+from .onnx import StaticValueRequired, load_model
 
 
 class InterpreterExecutor:
@@ -33,9 +33,11 @@ class InterpreterExecutor:
         self.module = module
 
     def __call__(self, arrays):
-        from ..dialects.relay.interpreter import run_function
-        out = run_function(self.module, "main", *arrays)
-        return list(out) if isinstance(out, tuple) else [out]
+        from ..dialects.relay.interpreter import Interpreter
+        interp = Interpreter(self.module)
+        results = interp.call(interp.functions["main"], list(arrays), None)
+        # a tuple result is an ONNX sequence: a list, as onnxruntime gives it
+        return [list(r) if isinstance(r, tuple) else r for r in results]
 
 
 EXECUTORS = {"interpreter": InterpreterExecutor}
@@ -46,12 +48,13 @@ class _Import:
     """One imported module: the executor, and the values of the graph inputs
     the import read (it is only valid for those values)."""
 
-    __slots__ = ("run", "module", "read")
+    __slots__ = ("run", "module", "read", "params")
 
-    def __init__(self, run, module, read):
+    def __init__(self, run, module, read, params):
         self.run = run
         self.module = module
         self.read = read      # {input name: array}
+        self.params = params  # the inputs @main takes (an empty optional takes none)
 
 
 class TvmdBackendRep(BackendRep):
@@ -73,44 +76,40 @@ class TvmdBackendRep(BackendRep):
         imp = GraphImporter(self.model, shape=shapes, input_values=values, **self.options)
         module, _ = imp.run()
         read = {name: values[name] for name in imp.bound_used} if values else {}
-        return _Import(EXECUTORS[self.mode](module), module, read)
+        return _Import(EXECUTORS[self.mode](module), module, read, imp.param_inputs)
 
     def try_declared(self):
         """Import with the model's declared input shapes; None when that
-        needs input values or the shapes are dynamic.  Unsupported ops raise."""
+        needs input values, or the inputs are dynamic or not tensors (a
+        sequence is typed from its value).  Unsupported op types raise."""
         from .onnx.dtypes import value_info_type
         from .onnx.importer import GraphImporter
-        GraphImporter(self.model, **self.options).check_supported()
         shapes = {}
         for vi in self.inputs:
             info = value_info_type(vi)
             if info is None or info[1] is None or None in info[1]:
+                GraphImporter(self.model, **self.options).check_supported()
                 return None
             shapes[vi.name] = info[1]
         try:
             imp = self._import(shapes)
-        except UnsupportedOpError:
-            raise
         except StaticValueRequired:
             return None
-        self._imports[self._key_of_shapes(shapes)] = imp
+        self._imports[_signature(shapes.items())] = imp
         return imp
-
-    def _key_of_shapes(self, shapes):
-        return tuple((name, tuple(shapes[name])) for name in sorted(shapes))
 
     # -- running -------------------------------------------------------------------
 
     def run(self, inputs, **kwargs):
         arrays = self._arrays(inputs)
         shapes = {vi.name: a.shape for vi, a in zip(self.inputs, arrays) if hasattr(a, "shape")}
-        key = self._key_of_shapes(shapes)
+        key = _signature((vi.name, a) for vi, a in zip(self.inputs, arrays))
         imp = self._imports.get(key)
         values = {vi.name: a for vi, a in zip(self.inputs, arrays)}
         if imp is None or not _same_values(imp.read, values):
             imp = self._import(shapes, values)
             self._imports[key] = imp
-        outs = imp.run(arrays)
+        outs = imp.run([values[name] for name in imp.params])
         return namedtupledict("Outputs", self.output_names)(*outs)
 
     def _arrays(self, inputs):
@@ -124,18 +123,35 @@ class TvmdBackendRep(BackendRep):
             inputs = [inputs]
         if len(inputs) != len(self.inputs):
             raise ValueError(f"the model takes {len(self.inputs)} input(s), got {len(inputs)}")
-        # a sequence or optional input stays as given: the import reports
-        # the nodes reading it as unsupported
-        return [np.asarray(a) if vi.type.HasField("tensor_type") else a for vi, a in zip(self.inputs, inputs)]
+        # a sequence is a list of arrays; an optional may be None
+        return [np.asarray(a) if vi.type.HasField("tensor_type") else
+                [np.asarray(x) for x in a] if isinstance(a, (list, tuple)) else a
+                for vi, a in zip(self.inputs, inputs)]
+
+
+def _signature(named):
+    """The import key of (name, array / list / shape tuple) pairs: tensor
+    shapes, and the element shapes of a sequence (a list)."""
+    out = []
+    for name, a in named:
+        if isinstance(a, list):
+            out.append((name, ("seq",) + tuple(tuple(x.shape) for x in a)))
+        elif a is not None:
+            out.append((name, tuple(getattr(a, "shape", a))))
+    return tuple(sorted(out))
 
 
 def _same_values(read, values):
+    return all(_same(arr, values.get(name)) for name, arr in read.items())
+
+
+def _same(a, b):
     import numpy as np
-    for name, arr in read.items():
-        v = values.get(name)
-        if v is None or v.shape != arr.shape or v.dtype != arr.dtype or not np.array_equal(v, arr):
-            return False
-    return True
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b)
+                and all(_same(x, y) for x, y in zip(a, b)))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
 
 
 class TvmdBackend(Backend):

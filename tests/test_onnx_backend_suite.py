@@ -44,6 +44,8 @@ KNOWN_FAILURES = {
     "test_attention_4d_causal_fp16": "fp16: 2 of 192 elements one ulp off the expected output; relay's "
                                      "ops round their f16 intermediates differently from ONNX's reference",
     "test_attention_4d_causal_fp16_expanded": "as test_attention_4d_causal_fp16",
+    "test_loop16_seq_none": "the onnx runner cannot compare this output (a sequence whose first element "
+                            "is 0-d: it takes len() of it); the values are right",
 }
 
 SUITES = {

@@ -444,6 +444,69 @@ def test_model_local_function_and_schema_function():
     np.testing.assert_allclose(got, s / (1 + np.exp(-0.5 * s)), rtol=1e-5)
 
 
+def test_scan_and_loop_are_unrolled():
+    body = oh.make_graph([oh.make_node("Add", ["s_in", "x_t"], ["s_out"]), oh.make_node("Mul", ["s_out", "x_t"], ["y_t"])],
+                         "body", [oh.make_tensor_value_info("s_in", TP.FLOAT, [2]),
+                                  oh.make_tensor_value_info("x_t", TP.FLOAT, [2])],
+                         [oh.make_tensor_value_info("s_out", TP.FLOAT, [2]), oh.make_tensor_value_info("y_t", TP.FLOAT, [2])])
+    check([oh.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="scan", body=body, num_scan_inputs=1,
+                        scan_input_directions=[1])],
+          {"s0": rand(2), "xs": rand(4, 2)}, [("s", TP.FLOAT), ("ys", TP.FLOAT)], opset=16)
+    lbody = oh.make_graph([oh.make_node("Identity", ["c_in"], ["c_out"]), oh.make_node("Cast", ["i"], ["f"], to=TP.FLOAT),
+                           oh.make_node("Add", ["acc_in", "f"], ["acc_out"]), oh.make_node("Identity", ["acc_out"], ["scan_out"])],
+                          "loop", [oh.make_tensor_value_info("i", TP.INT64, []), oh.make_tensor_value_info("c_in", TP.BOOL, []),
+                                   oh.make_tensor_value_info("acc_in", TP.FLOAT, [3])],
+                          [oh.make_tensor_value_info("c_out", TP.BOOL, []), oh.make_tensor_value_info("acc_out", TP.FLOAT, [3]),
+                           oh.make_tensor_value_info("scan_out", TP.FLOAT, [3])])
+    check([oh.make_node("Loop", ["n", "cond", "a"], ["acc", "all"], name="loop", body=lbody)], {"a": rand(3)},
+          [("acc", TP.FLOAT), ("all", TP.FLOAT)], inits=[init("n", np.array(4, np.int64)), init("cond", np.array(True))],
+          opset=16)
+
+
+@pytest.mark.parametrize("op,gates,attrs", [
+    ("LSTM", 4, {"direction": "bidirectional"}), ("GRU", 3, {"linear_before_reset": 1}),
+    ("GRU", 3, {"direction": "reverse"}), ("RNN", 1, {"activations": ["Relu"]}),
+])
+def test_recurrent_layers(op, gates, attrs):
+    seq, batch, inp, hidden = 4, 2, 3, 5
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    outs = ["y", "y_h"] + (["y_c"] if op == "LSTM" else [])
+    check([oh.make_node(op, ["x", "w", "r", "b"], outs, name="rnn", hidden_size=hidden, **attrs)],
+          {"x": rand(seq, batch, inp)}, [(o, TP.FLOAT) for o in outs],
+          inits=[init("w", rand(dirs, gates * hidden, inp)), init("r", rand(dirs, gates * hidden, hidden)),
+                 init("b", rand(dirs, 2 * gates * hidden))], rtol=1e-4, atol=1e-5)
+
+
+def test_sequences_are_tuples():
+    nodes = [oh.make_node("SplitToSequence", ["x"], ["seq"], name="split", axis=1),
+             oh.make_node("SequenceErase", ["seq", "zero"], ["rest"], name="erase"),
+             oh.make_node("SequenceLength", ["rest"], ["n"], name="len"),
+             oh.make_node("ConcatFromSequence", ["rest"], ["y"], name="cat", axis=0, new_axis=1)]
+    check(nodes, {"x": rand(2, 4)}, [("y", TP.FLOAT), ("n", TP.INT64)], inits=[init("zero", np.array(0, np.int64))])
+
+
+def test_dynamic_batch_reshape_is_followed_symbolically():
+    """x.view(x.size(0), x.size(1), 12, 64) with a dynamic batch and
+    sequence: relay's reshape codes copy the dynamic dimensions."""
+    nodes = [node("Shape", ["x"], ["s"]), node("Gather", ["s", "i0"], ["b"], axis=0),
+             node("Gather", ["s", "i1"], ["t"], axis=0), node("Unsqueeze", ["b", "ax"], ["b1"]),
+             node("Unsqueeze", ["t", "ax"], ["t1"]), node("Concat", ["b1", "t1", "heads"], ["shp"], axis=0),
+             node("Reshape", ["x", "shp"], ["h"]), node("Mul", ["b", "t"], ["bt"]),
+             node("Unsqueeze", ["bt", "ax"], ["bt1"]), node("Concat", ["bt1", "hid"], ["shp2"], axis=0),
+             node("Reshape", ["h", "shp2"], ["y"])]
+    inits = [init("i0", np.array(0, np.int64)), init("i1", np.array(1, np.int64)), init("ax", np.array([0], np.int64)),
+             init("heads", np.array([12, 64], np.int64)), init("hid", np.array([768], np.int64))]
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info("x", TP.FLOAT, ["B", "S", 768])],
+                          [oh.make_tensor_value_info("y", TP.FLOAT, None)], inits)
+    module, _ = from_onnx(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]))
+    text = print_module(module)
+    assert "relay.func @main(%x: tensor<?x?x768xf32>) -> tensor<?x768xf32>" in text
+    assert "{newshape = [0, 0, 12, 64]}" in text and "{newshape = [-1, 768]}" in text
+    assert "shape_of" not in text
+    x = rand(2, 3, 768)
+    np.testing.assert_array_equal(run_function(module, "main", x), x.reshape(6, 768))
+
+
 # -- the importer's contract -------------------------------------------------------------------
 
 def _mlp():

@@ -165,14 +165,13 @@ def check_import_args(o, cl):
             raise cl.error(idx, f"{flag} does not go with --import-onnx, which writes relay text")
 
 
-def import_onnx(o, driver):
+def import_onnx(o, cl):
     """The relay text of the ONNX model at o.input."""
     import os
 
     from ..ir.diagnostics import DiagnosticError
     from ..ir.location import UNKNOWN
     from ..ir.printer import print_module
-    cl = driver.cl
     path = o.input
     if not os.path.exists(path):
         raise cl.error(o.input_index, f"could not open input file '{path}': no such file")
@@ -186,14 +185,14 @@ def import_onnx(o, driver):
         model = onnx.load(path)
     except Exception as e:   # a protobuf decode error, a missing external data file
         raise DiagnosticError(UNKNOWN, f"'{path}' is not a readable ONNX model: {type(e).__name__}: {e}") from None
-    from ..frontend.onnx.importer import GraphImporter
-    names = {vi.name for vi in model.graph.input}
+    from ..frontend.onnx import from_onnx
+    weights = {t.name for t in model.graph.initializer}
+    names = {vi.name for vi in model.graph.input} - weights
     for name in o.input_shapes:
         if name not in names:
             raise DiagnosticError(UNKNOWN, f"--input-shape names '{name}', which is not an input of the model "
                                            f"(inputs: {', '.join(sorted(names)) or 'none'})")
-    imp = GraphImporter(model, shape=o.input_shapes, source_name=path)
-    module, _ = imp.run()
+    module, _ = from_onnx(model, shape=o.input_shapes)
     return print_module(module, debuginfo=o.debuginfo)
 
 
@@ -227,7 +226,7 @@ class Driver(ToolDriver):
         try:
             o = parse_args(argv, cl)
             if o.import_onnx is not None:
-                result = import_onnx(o, self)
+                result = import_onnx(o, cl)
                 return self.write(result, o, cl)
             target = resolve_target(o, cl)
             if o.emit in BINARY and (o.output is None or o.output == "-") and sys.stdout.isatty():

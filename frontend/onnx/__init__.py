@@ -12,6 +12,8 @@ The package:
     context.py       the Node a converter reads and the context it emits relay with
     registry.py      converters by op type and opset version
     converters/      one converter per ONNX op, in modules by family
+    functions.py     ops ONNX defines by a function body, expanded
+    symbolic.py      reshape targets computed from dynamic shapes
     dtypes.py        ONNX element types <-> tvmd types
     errors.py        UnsupportedOpError and friends (DiagnosticErrors at the node)
 

@@ -64,6 +64,24 @@ class Node:
         return f"node '{self.name}' ({self.op_type})"
 
 
+class _EmptyOptional:
+    """An ONNX optional holding nothing: known at import time, so the
+    Optional* converters resolve it and no relay value stands for it."""
+
+    __slots__ = ()
+    name = None
+    type = None
+
+    def defining_op(self):
+        return None
+
+    def __repr__(self):
+        return "<empty optional>"
+
+
+EMPTY_OPTIONAL = _EmptyOptional()
+
+
 class ConvertContext:
     """Emits relay ops for the node being converted (`node`) into `builder`."""
 

@@ -36,14 +36,16 @@ def has_body(importer, proto) -> bool:
     return s is not None and (s.has_function or s.has_context_dependent_function)
 
 
-def function_body(importer, proto, domain, input_types):
-    """The FunctionProto `proto` expands to, or None.  `input_types` are
-    TypeProtos of its inputs (context-dependent bodies depend on them)."""
+def function_body(functions, proto, domain, input_types, opsets):
+    """(FunctionProto, schema attribute defaults) that `proto` expands to,
+    or (None, {}): a model function from `functions`, else the schema's
+    body at `opsets`.  `input_types` are TypeProtos of its inputs
+    (context-dependent bodies depend on them)."""
     from onnx import FunctionProto
-    local = importer.functions.get((proto.domain, proto.op_type))
+    local = functions.get((proto.domain, proto.op_type))
     if local is not None:
         return local, {}
-    opset = importer.opsets.get(domain, 1)
+    opset = opsets.get(domain, 1)
     s = schema_of(domain, proto.op_type, opset)
     if s is None:
         return None, {}
@@ -75,17 +77,18 @@ def _with_defaults(proto, defaults):
 
 
 def type_proto(t):
-    """An ONNX TypeProto for a relay tensor type (None: unknown)."""
+    """An ONNX TypeProto for a relay tensor type (unknown for anything else)."""
     from onnx import TypeProto, helper
 
+    from ...ir.types import TensorType
     from .dtypes import to_onnx
-    if t is None:
+    if not isinstance(t, TensorType):
         return TypeProto()
     elem = to_onnx(t.element_type) or 0
     return helper.make_tensor_type_proto(elem, list(t.shape))
 
 
-def expand(importer, proto, fproto, defaults, prefix):
+def expand(proto, fproto, defaults, prefix):
     """NodeProtos of `fproto`'s body bound to `proto`'s inputs, outputs
     and attributes; inner tensors renamed under `prefix`, also where
     subgraphs of the body read them."""

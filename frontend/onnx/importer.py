@@ -23,8 +23,6 @@ from ...ir.location import NameLoc
 from .dtypes import onnx_type_name, tensor_to_numpy, to_tvmd, value_info_type
 from .errors import OnnxImportError, UnsupportedOpError
 
-# Oldest and newest default-domain opsets the converters are written for.
-MIN_OPSET = 1
 # Outputs of all-constant nodes up to this many elements are folded.
 FOLD_ELEMENTS = 1024
 
@@ -63,7 +61,7 @@ class _Schemas:
 
 class GraphImporter:
     def __init__(self, model, shape=None, dtype=None, opset=None, freeze_params=True,
-                 input_values=None, source_name=None):
+                 input_values=None):
         self.model = model
         self.graph = model.graph
         self.shape = dict(shape or {})
@@ -72,7 +70,6 @@ class GraphImporter:
         self.schemas = _Schemas(self.opsets)
         self.freeze_params = freeze_params
         self.input_values = dict(input_values or {})
-        self.source_name = source_name
         self.values = {}          # ONNX tensor name -> relay Value
         self.bad_inputs = {}      # input name -> why it cannot be a relay parameter
         self.initializers = {}    # name -> TensorProto, turned into constants on first use
@@ -82,6 +79,7 @@ class GraphImporter:
         self.functions = local_functions(model)
         self.expansions = 0       # function bodies expanded so far (for unique names)
         self.current_schemas = None   # the opsets of the node being converted
+        self.param_inputs = []    # the graph inputs that became @main's parameters, in order
 
     # -- the whole graph -----------------------------------------------------
 
@@ -155,8 +153,10 @@ class GraphImporter:
             arg = block.add_arg(t, name)
             self.values[name] = arg
             self.bound_inputs[arg] = name
+            self.param_inputs.append(name)
             if name in self.input_values:
-                self.cx.bound_values[arg] = np.asarray(self.input_values[name])
+                v = self.input_values[name]
+                self.cx.bound_values[arg] = tuple(v) if isinstance(t, T.TupleType) else np.asarray(v)
         if not self.freeze_params:
             for name, tensor in self.initializers.items():
                 arr = self.initializer_array(tensor)
@@ -171,8 +171,7 @@ class GraphImporter:
         name = vi.name
         info = value_info_type(vi)
         if info is None:
-            self.bad_inputs[name] = "a non-tensor graph input (sequence, map or optional)"
-            return None
+            return self.sequence_input_type(vi)
         elem, dims = info
         dt = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
         if dt is not None and (isinstance(self.dtype, dict) or elem == 0):
@@ -189,6 +188,33 @@ class GraphImporter:
             raise OnnxImportError(self.graph_loc(), f"graph input '{name}' has no shape; give one with "
                                                     f"shape={{'{name}': (...)}}")
         return T.TensorType(dims, et)
+
+    def sequence_input_type(self, vi):
+        """A sequence input is a tuple, an optional one the value it holds,
+        typed from the value bound to it (a sequence's length and element
+        shapes are not in the model); an empty optional has no parameter."""
+        import numpy as np
+
+        from .context import EMPTY_OPTIONAL
+        name = vi.name
+        kind = vi.type.WhichOneof("value")
+        if kind not in ("sequence_type", "optional_type") or name not in self.input_values:
+            self.bad_inputs[name] = (f"a {kind.split('_')[0]} graph input with no value bound"
+                                     if kind in ("sequence_type", "optional_type") else f"a {kind} graph input")
+            return None
+        value = self.input_values[name]
+        if value is None and kind == "optional_type":
+            self.values[name] = EMPTY_OPTIONAL
+            return None
+        try:
+            if isinstance(value, (list, tuple)):
+                return T.TupleType([T.TensorType(np.shape(a), T.from_numpy_dtype(np.asarray(a).dtype))
+                                    for a in value])
+            arr = np.asarray(value)
+            return T.TensorType(arr.shape, T.from_numpy_dtype(arr.dtype))
+        except TypeError:
+            self.bad_inputs[name] = "a sequence of a dtype tvmd tensors do not hold"
+            return None
 
     def initializer_array(self, tensor):
         import numpy as np
@@ -227,6 +253,10 @@ class GraphImporter:
         """The value of graph output `vi`, checked against its declared
         element type (a mismatch is a converter bug, caught here)."""
         v = self.value(vi.name)
+        if v.type is None:
+            raise UnsupportedOpError(self.graph_loc(), f"graph output '{vi.name}' is an empty optional, "
+                                                       f"which a relay function cannot return", ["Optional"],
+                                     "an empty optional graph output")
         info = value_info_type(vi)
         if info is not None and info[0] and isinstance(v.type, T.TensorType):
             want = to_tvmd(info[0])
@@ -269,8 +299,6 @@ class GraphImporter:
         try:
             outs = fn(cx, node)
             self.bind_outputs(node, outs)
-        except UnsupportedOpError:
-            raise
         except DiagnosticError as e:
             # an op's own error ("'relay.reshape' op ..."): say which node built it
             d = e.diagnostics[0]
@@ -311,17 +339,12 @@ class GraphImporter:
         What the body cannot convert is reported against `proto`'s op."""
         from .functions import expand, function_body, type_proto
         types = [type_proto(self.value(n, proto).type) if n else type_proto(None) for n in proto.input]
-        saved = self.opsets
-        self.opsets = schemas.opsets
-        try:
-            fproto, defaults = function_body(self, proto, domain, types)
-        finally:
-            self.opsets = saved
+        fproto, defaults = function_body(self.functions, proto, domain, types, schemas.opsets)
         if fproto is None:
             return False
         self.expansions += 1
         prefix = f"{proto.name or proto.op_type}.{self.expansions}/"
-        nodes = expand(self, proto, fproto, defaults, prefix)
+        nodes = expand(proto, fproto, defaults, prefix)
         # a body that does not import a domain it uses reads it at the caller's version
         from .registry import normalize_domain
         opsets = dict(schemas.opsets)
@@ -352,7 +375,7 @@ class GraphImporter:
             if const_inputs and not _is_constant(v):
                 v = self.fold(v, name)
             self.values[name] = v
-            if v.name is None:
+            if v.name is None and v.type is not None:
                 v.name = name     # the printed IR keeps the model's tensor names
 
     def fold(self, v, name):
@@ -377,7 +400,7 @@ def _describe(node) -> str:
 
 def parse_attributes(proto) -> dict:
     """AttributeProto list -> {name: Python value}: ints, floats, str,
-    tuples of those, numpy arrays for tensors, GraphProtos for graphs."""
+    tuples of those, TensorProtos for tensors, GraphProtos for graphs."""
     from onnx import AttributeProto as A
     out = {}
     for a in proto.attribute:

@@ -13,9 +13,10 @@ registers them all (registry.py loads it on the first conversion).
     image       Resize, Upsample
     rnn         LSTM, GRU, RNN (unrolled)
     control     If, Scan, Loop (unrolled)
+    sequence    Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap (as tuples)
     training    Adagrad, Momentum, Adam (ai.onnx.preview.training)
     quantize    QuantizeLinear, DequantizeLinear, QLinear*, *Integer
 """
 
 from . import (activation, control, generator, image, indexing, math, nn, norm, quantize,  # noqa: F401
-               reduce, rnn, shape, training)
+               reduce, rnn, sequence, shape, training)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from ....ir import types as T
-
 
 def norm_axis(cx, axis, rank, what="axis"):
     """An ONNX axis (negative counts from the end) as an index in [0, rank)."""
@@ -89,15 +87,6 @@ def reshape(cx, x, shape):
     return cx.op("reshape", x, newshape=shape)
 
 
-def expand_to_rank(cx, x, rank, axis):
-    """Insert unit dimensions after `axis` so that a per-channel tensor
-    (rank 1 along `axis`) broadcasts against a rank-`rank` one."""
-    extra = rank - axis - cx.rank(x)
-    if extra <= 0:
-        return x
-    return cx.op("expand_dims", x, axis=cx.rank(x), num_newaxis=extra)
-
-
 def onnx_dtype(cx, elem_type, what="dtype"):
     """The tvmd type of an ONNX element type attribute, or unsupported."""
     from ..dtypes import onnx_type_name, to_tvmd
@@ -105,14 +94,3 @@ def onnx_dtype(cx, elem_type, what="dtype"):
     if t is None:
         raise cx.unsupported(f"{what} {onnx_type_name(int(elem_type))}")
     return t
-
-
-def is_float(cx, v):
-    return T.is_float(cx.dtype(v))
-
-
-def static_or_none(cx, v):
-    """The import-time value of an optional input, None when omitted."""
-    if v is None:
-        return None
-    return cx.static_value(v, "optional input")

@@ -26,48 +26,61 @@ MAX_UNROLL = 1024
 
 @converter("If", 1)
 def if_node(cx, node):
-    from ....dialects.relay.ops.control import IfOp, YieldOp
-    from ....ir.core import Block, OP_CLASSES, Region
+    from ....ir.core import OP_CLASSES
     if "relay.if" not in OP_CLASSES:
         raise cx.unsupported("relay op 'if' is not available")
-    cond = node.input(0)
-    known = cx.static(cond, bound=False)
+    known = cx.static(node.input(0), bound=False)
     if known is not None:
         # a condition that follows from constants (often from static shapes):
         # the branch taken, inline; the other may not even type-check
         return _taken_branch(cx, node, known)
+    outs = _relay_if(cx, node)
+    if outs is not None:
+        return outs
+    # branches relay's if cannot join (different shapes, an empty optional):
+    # only a condition known now (a graph input's value the backend binds)
+    # can choose between them
+    known = cx.static_value(node.input(0), "condition (its branches have different types)")
+    return _taken_branch(cx, node, known)
+
+
+def _relay_if(cx, node):
+    """relay's if over the two branches, or None when they do not join."""
+    from ....dialects.relay.ops.control import IfOp, YieldOp
+    from ....ir.core import Block, Region, Value
+    from ....ir.diagnostics import DiagnosticError
+    cond = node.input(0)
     if cx.shape(cond) != ():
         cond = cx.op("reshape", cond, newshape=())
     if cx.dtype(cond) is not T.i1:
         cond = cx.cast(cond, T.i1)
-    regions = []
-    n = None
+    regions, counts = [], set()
     for attr in ("then_branch", "else_branch"):
         block = Block()
-        outs = cx.importer.convert_subgraph(node.attr(attr), block)
-        if n is not None and len(outs) != n:
-            raise cx.error("the branches have different numbers of outputs")
-        n = len(outs)
-        val = outs[0] if n == 1 else _tuple_in(cx, block, outs)
-        block.append(YieldOp([val], (), None, (), cx.loc))
         regions.append(Region([block]))
-    from ....ir.diagnostics import DiagnosticError
+        outs = cx.importer.convert_subgraph(node.attr(attr), block)
+        counts.add(len(outs))
+        if not all(isinstance(v, Value) for v in outs) or len(counts) > 1:
+            return _drop(regions)
+        val = outs[0] if len(outs) == 1 else _tuple_in(cx, block, outs)
+        block.append(YieldOp([val], (), None, (), cx.loc))
     try:
         op = IfOp.build(cond, regions=regions, loc=cx.loc)
-    except DiagnosticError as e:
-        for r in regions:       # the branches are dropped: so are their uses of outer values
-            for op in list(r.blocks[0].ops):
-                for inner in op.walk():
-                    inner.drop_operands()
-        # branches of different shapes: only a condition known now (a graph
-        # input's value the backend binds) can choose between them
-        known = cx.static(node.input(0))
-        if known is not None:
-            return _taken_branch(cx, node, known)
-        raise cx.unsupported(f"branches of different types ({e.diagnostics[0].message})") from None
+    except DiagnosticError:
+        return _drop(regions)
     cx.builder.insert(op)
     res = op.results[0]
+    n = counts.pop()
     return res if n == 1 else [cx.get_item(res, i) for i in range(n)]
+
+
+def _drop(regions):
+    """Forget branches built for nothing: their ops' uses of outer values go too."""
+    for r in regions:
+        for op in list(r.blocks[0].ops):
+            for inner in op.walk():
+                inner.drop_operands()
+    return None
 
 
 def _taken_branch(cx, node, cond):
@@ -76,7 +89,6 @@ def _taken_branch(cx, node, cond):
 
 
 def _tuple_in(cx, block, values):
-    from ....dialects.relay.ops.control import TupleOp
     from ....ir.builder import Builder
     saved = cx.builder
     cx.builder = Builder.at_end(block, cx.loc)

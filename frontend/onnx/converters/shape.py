@@ -24,11 +24,19 @@ def reshape_node(cx, node):
     with a static input the shape is resolved here, else it goes to relay's
     reshape, whose 0 and -1 mean the same."""
     x = node.input(0)
+    allowzero = node.attr("allowzero", 0)
     if node.version < 5:
         shape = tuple(node.attr("shape", ()))
+    elif cx.static(node.input(1)) is None and not allowzero:
+        # a target computed from a dynamic shape: followed symbolically
+        from ..symbolic import elements, reshape_codes
+        target = elements(cx, node.input(1))
+        codes = reshape_codes(cx, x, target) if target is not None else None
+        if codes is None:
+            cx.static_ints(node.input(1), "shape")     # raises StaticValueRequired
+        return cx.op("reshape", x, newshape=codes)
     else:
         shape = cx.static_ints(node.input(1), "shape")
-    allowzero = node.attr("allowzero", 0)
     xs = cx.shape(x)
     if None in xs:
         if allowzero and 0 in shape:
