@@ -157,9 +157,9 @@ def _convert(text):
     return m
 
 
-@pytest.mark.xfail(strict=True, reason="convert-layout: a converted value used inside a region keeps its "
-                                       "NCHW op too (the conv runs twice, the NHWC twin is dead)")
 def test_convert_layout_value_used_inside_a_region_is_transformed_back_once():
+    """A converted value used inside a branch reaches it through its twin:
+    the conv runs once and nothing dead is left."""
     m = _convert(CONV_USED_IN_REGIONS)
     main = m.body.first
     top = [op.name for op in main.body.ops]
@@ -167,17 +167,16 @@ def test_convert_layout_value_used_inside_a_region_is_transformed_back_once():
     assert all(op.results[0].uses for op in main.body.ops if op.results), print_module(m)
 
 
-@pytest.mark.xfail(strict=True, reason="convert-layout: nn.conv2d inside an if branch is not converted "
-                                       "(TVM's ConvertLayout rewrites inside branches)")
 def test_convert_layout_converts_a_conv_inside_a_branch():
+    """As TVM's ConvertLayout, convs inside branches convert too."""
     m = _convert(CONV_USED_IN_REGIONS)
     convs = [op for op in m.walk() if op.name == "relay.nn.conv2d"]
     assert all(op.attributes.get("data_layout") == "NHWC" for op in convs), print_module(m)
 
 
-@pytest.mark.xfail(strict=True, reason="fuse-ops: get_item of a tuple that holds a closure / ADT value is "
-                                       "fused into a kernel whose parameter is that tuple")
 def test_fuse_ops_kernels_take_only_tensors():
+    """A get_item of a tuple holding a closure or an ADT value stays outside
+    kernels: a kernel takes and gives tensors (and tuples of them) only."""
     m = run(parse_module("""relay.adt @Opt<A> { Some(!A), None }
 relay.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %f = fn (%y: tensor<4xf32>) { return %y }

@@ -256,7 +256,7 @@ class _Program:
         self.emit(f"get_item({bn}) {{index = 0}}", v.shape, v.layout)
 
     def op_layer_norm(self):
-        v = self.pick(lambda v: not v.const and v.shape[-1] > 1)
+        v = self.pick(lambda v: not v.const and v.shape and v.shape[-1] > 1)
         if v is None:
             return self.op_relu()
         g = self.constant((v.shape[-1],), add=False)

@@ -29,8 +29,13 @@ For each original op reading a twin (or named in the option):
 * a ``layout_transform`` of a twin becomes a transform of the twin, which
   vanishes when it lands back on the twin's layout.
 * anything else (``"opaque"`` ops -- reshape, dense --, ops with tuple
-  results or regions, calls, ``return``) reads one memoized
-  ``layout_transform`` back to ``O``.
+  results, calls, ``return``) reads one memoized ``layout_transform``
+  back to ``O``.
+* an op with regions (if, match, fn) reads its own operands back, and the
+  ops inside its regions are swept like the body (a conv in a branch
+  converts; a twin defined outside is used inside).  The transform memo has
+  one layer per block, so a transform built in a branch is never reused
+  outside it.
 
 A rebuilt op whose result type is not the original's in the new layout is
 dropped and the op falls back to reading the original layout.  Transforms
@@ -48,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import ChainMap
 from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
@@ -115,7 +121,7 @@ class ConvertLayout(ModulePass):
         c.convert_block(block)
         ctx.stat(self, "convs-converted", c.convs)
         ctx.stat(self, "layout-transforms",
-                 sum(1 for op in block.ops if op.name == "relay.layout_transform"))
+                 sum(1 for op in func.walk() if op.name == "relay.layout_transform"))
         ctx.stat(self, "ops-adapted", c.adapted)
         ctx.stat(self, "ops-converted", c.converted)
 
@@ -146,7 +152,9 @@ class Converter:
     def __init__(self, pass_):
         self.desired = {f"relay.{k}": v for k, v in pass_.desired_layouts.items()}
         self.twin = {}        # original value -> (twin value, layout of twin, layout of original)
-        self.memo = {}        # (value, src, dst) -> transformed value
+        # (value, src, dst) -> transformed value; one layer per block being
+        # swept, so a transform built inside a branch is never reused outside
+        self.memo = ChainMap()
         self.old = []         # converted original ops, erased at the end if unused
         self.maybe_dead = []  # transforms and constants that may end up unused
         self.converted = self.adapted = self.convs = 0
@@ -195,9 +203,28 @@ class Converter:
     # -- the sweep -------------------------------------------------------------
 
     def convert_block(self, block):
+        self.sweep(block)
+        # erasing one dead op can kill its operands' producers: sweep to a fixed point
+        while erase_if_dead(self.old) + erase_if_dead(self.maybe_dead):
+            pass
+
+    def sweep(self, block):
         from ....ir.traits import TERMINATOR
         from ..ops.base import RelayOp
         for op in list(block.ops):
+            if op.regions:
+                # if / match / fn are opaque themselves, but the ops inside
+                # them convert and adapt like any others (TVM converts
+                # inside branches); values from outside arrive as twins
+                for i, v in enumerate(op.operands):
+                    if v in self.twin:
+                        op.set_operand(i, self.back(v, op))
+                for r in op.regions:
+                    for b in r.blocks:
+                        self.memo = self.memo.new_child()
+                        self.sweep(b)
+                        self.memo = self.memo.parents
+                continue
             if op.name in self.desired and self.convert_named(op):
                 continue
             if not any(v in self.twin for v in op.operands):
@@ -215,9 +242,6 @@ class Converter:
                 for i, v in enumerate(op.operands):
                     if v in self.twin:
                         op.set_operand(i, self.back(v, op))
-        # erasing one dead op can kill its operands' producers: sweep to a fixed point
-        while erase_if_dead(self.old) + erase_if_dead(self.maybe_dead):
-            pass
 
     def layout_attrs(self, op):
         """(data layout attr, kernel layout attr or None, out layout attr or None)."""

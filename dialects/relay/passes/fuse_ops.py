@@ -135,11 +135,26 @@ def function_blocks(func):
 
 def op_pattern(op) -> int:
     """The op's fusion pattern; anything that is not a plain relay op
-    (a call is a RelayOp marked OPAQUE) or that has regions is OPAQUE."""
+    (a call is a RelayOp marked OPAQUE), that has regions, or that reads or
+    makes a value a kernel cannot hold (a closure, an ADT value, a tuple of
+    those) is OPAQUE: kernels take and give tensors and tuples of tensors."""
     from ..ops.base import RelayOp
     if isinstance(op, RelayOp) and not op.regions:
+        for v in op.operands:
+            if not _kernel_type(v.type):
+                return OPAQUE
+        for r in op.results:
+            if not _kernel_type(r.type):
+                return OPAQUE
         return int(op.PATTERN)
     return OPAQUE
+
+
+def _kernel_type(t) -> bool:
+    from ....ir.types import TensorType, TupleType
+    if isinstance(t, TensorType):
+        return True
+    return isinstance(t, TupleType) and all(_kernel_type(x) for x in t.types)
 
 
 class Graph:
