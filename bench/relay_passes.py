@@ -111,7 +111,7 @@ def reference_graphs():
                         ("BERT-base layer, ONNX MatMul form", bert_layer_text(matmul="flatten")),
                         ("ResNet-style CNN, 224x224", resnet_text(size=224, width=64))):
         n = count_ops(parse_module(text))
-        for pipe in ("fuse-ops", "fuse-ops{reduce-epilogue=true}", o3):
+        for pipe in ("fuse-ops{reduce-epilogue=false}", "fuse-ops", o3):
             m, dt = run(text, pipe)
             k = count_kernels(m)
             name = "-O3" if pipe == o3 else pipe
