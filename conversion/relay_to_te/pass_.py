@@ -13,7 +13,8 @@
    constant is lifted out: the te.func gets one more parameter, and each
    call passes a copy of the constant.
 3. With ``schedule=true`` (the default) the default schedule for the
-   target is appended (schedules.py).
+   target is appended: schedules.py for ``target="llvm"`` (the default),
+   schedules_cuda.py for ``target="cuda"``.
 
 The te.func keeps the name, so ``call @f`` in the caller now calls it.
 """
@@ -29,6 +30,7 @@ from ...ir.pass_manager import ModulePass
 class LowerRelayToTE(ModulePass):
     NAME = "lower-relay-to-te"
     schedule: bool = True
+    target: str = "llvm"
 
     def run(self, module, ctx):
         from .outline import outline_loose_ops
@@ -36,16 +38,15 @@ class LowerRelayToTE(ModulePass):
         if n:
             ctx.stat(self, "ops outlined", n)
         for f in [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes]:
-            lower_function(module, f, self.schedule)
+            lower_function(module, f, self.schedule, self.target)
             ctx.stat(self, "functions lowered")
 
 
-def lower_function(module, rf, schedule=True):
+def lower_function(module, rf, schedule=True, target="llvm"):
     from ...dialects.te.builder import Emitter, compute
     from ...dialects.te.ops import FuncOp, ReturnOp
     from ...ir import types as T
     from ...ir.core import Block, Region
-    from .schedules import default_schedule
     from .strategies import STRATEGIES, Scalar
 
     params = rf.body.args
@@ -83,7 +84,7 @@ def lower_function(module, rf, schedule=True):
             outs[i] = compute(e, v.type, lambda e, *idx, v=v: e.const(v.value, v.type.element_type), name="const")
     e.loc = rf.loc
     if schedule:
-        default_schedule(e, outs)
+        default_schedule_for(target)(e, outs)
     body.append(ReturnOp(outs, [], {}, (), rf.loc))
     attrs = {k: v for k, v in rf.attributes.items() if k not in ("primitive", "function_type")}
     attrs["function_type"] = T.FunctionType([a.type for a in body.args], [v.type for v in outs])
@@ -105,3 +106,16 @@ def _pass_lifted_constants(module, name, consts):
                 op.parent.insert_before(op, cc)
                 copies.append(cc.results[0])
             op.set_operands(list(op.operands) + copies)
+
+
+def default_schedule_for(target):
+    """The default-schedule function of a target kind ("llvm" or "cuda";
+    a full target string such as "llvm -mcpu=skylake" works too)."""
+    kind = str(target).split()[0] if str(target).strip() else "llvm"
+    if kind == "cuda":
+        from .schedules_cuda import default_schedule
+    elif kind == "llvm":
+        from .schedules import default_schedule
+    else:
+        raise ValueError(f"no default schedules for target '{target}' (have: llvm, cuda)")
+    return default_schedule

@@ -235,3 +235,8 @@ def layout_transform(e, op, args):
     names = [ax.lower() if ax.isupper() else f"{ax}{dst.factors[ax]}" for ax in dst.axes]
     return compute(e, t, body, names=names,
                    name=stage_name(op, "T_layout_trans"))
+
+
+# The rest of the operator set lives in topi_*.py; each registers with @strategy.
+from . import (topi_elemwise, topi_image, topi_nn, topi_pool, topi_qnn, topi_reduce, topi_tensor,  # noqa: E402,F401
+               topi_transform)  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""TE computes for relay operators: elemwise (registered into strategies.STRATEGIES)."""

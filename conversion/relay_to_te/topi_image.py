@@ -1,0 +1,1 @@
+"""TE computes for relay operators: image (registered into strategies.STRATEGIES)."""

@@ -1,0 +1,1 @@
+"""TE computes for relay operators: nn (registered into strategies.STRATEGIES)."""

@@ -1,0 +1,1 @@
+"""TE computes for relay operators: pool (registered into strategies.STRATEGIES)."""

@@ -1,0 +1,1 @@
+"""TE computes for relay operators: qnn (registered into strategies.STRATEGIES)."""

@@ -1,0 +1,1 @@
+"""TE computes for relay operators: reduce (registered into strategies.STRATEGIES)."""

@@ -1,0 +1,1 @@
+"""TE computes for relay operators: tensor creation, indexing, sorting (registered into strategies.STRATEGIES)."""

@@ -1,0 +1,1 @@
+"""TE computes for relay operators: transform (registered into strategies.STRATEGIES)."""
