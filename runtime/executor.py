@@ -135,9 +135,20 @@ def interpret_kernel(func_op, args):
 
 
 class Executor:
-    """Compile a lowered module once, then run its entry function."""
+    """Compile a lowered module once, then run its entry function.
 
-    def __init__(self, module, target="llvm", entry: str = "main", opt_level: int = 3):
+    A straight-line entry function (the usual case: constants, kernel calls,
+    calls of interpreted relay functions, tuples, leftover relay ops) runs
+    from a precomputed step list with its intermediate buffers statically
+    planned (memory_plan.py): the blocks are allocated once here, parameters
+    (constants) are bound once, and only the returned outputs are allocated
+    per run, so the caller owns what it gets.  Any other entry function
+    (control flow, closures) runs through :class:`RelayEvaluator`.
+
+    An executor is not reentrant: its planned buffers are shared by runs.
+    """
+
+    def __init__(self, module, target="llvm", entry: str = "main", opt_level: int = 3, lib=None):
         if isinstance(module, str):
             from ..parser import parse_module
             module = parse_module(module)
@@ -145,9 +156,9 @@ class Executor:
         self.module = module
         self.target = as_target(target)
         self.entry = entry
-        self.lib = None
+        self.lib = lib
         funcs = [op for op in module.body.ops if op.name == "tir.func"]
-        if funcs:
+        if funcs and lib is None:
             if self.target.kind == "llvm":
                 from ..target.llvm import jit
                 self.lib = jit.compile(module, self.target, opt_level)
@@ -159,6 +170,11 @@ class Executor:
         if f is None or f.name != "relay.func":
             raise ExecutionError(f"the module has no relay.func @{entry} to run")
         self.entry_op = f
+        self.program = None
+        if self.target.kind == "llvm":
+            from .program import Program, straight_line
+            if straight_line(module, f):
+                self.program = Program(module, f, self.lib, self.evaluator)
 
     @property
     def input_names(self):
@@ -168,14 +184,27 @@ class Executor:
     def input_types(self):
         return [a.type for a in self.entry_op.body.args]
 
+    @property
+    def memory_plan(self):
+        """The static plan (memory_plan.Plan), None when the entry is not planned."""
+        return self.program.plan if self.program is not None else None
+
     def _call_kernel(self, func_op, args):
         kernel = self.lib[func_op.sym_name]
         outs = allocate_outputs(func_op)
         kernel(*_kernel_args(func_op, args), *outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def run_list(self, *inputs):
-        """The entry function's results as a list."""
+    def run_list(self, *inputs, profile=None):
+        """The entry function's results as a list; `profile` (a
+        program.Profile) collects per-kernel times."""
+        if self.program is not None:
+            params = self.entry_op.body.args
+            if len(inputs) != len(params):
+                raise ExecutionError(f"@{self.entry} takes {len(params)} input(s), got {len(inputs)}")
+            arrays = [_check_input(p, a, f"input {i} (%{p.name or i}) of @{self.entry}")
+                      for i, (p, a) in enumerate(zip(params, inputs))]
+            return self.program.run(arrays, profile)
         return self.evaluator.run_function(self.entry_op, *inputs)
 
     def run(self, *inputs):

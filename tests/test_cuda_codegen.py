@@ -75,9 +75,30 @@ tir.func @two(%A: memref<64xf32>) {
     assert src.count("if (threadIdx.x < 16)") == 1
 
 
-def test_vectors_are_rejected_with_a_location():
-    with pytest.raises(DiagnosticError, match="CUDA backend does not support") as e:
-        generate(module("vector.tir"))
+def test_vector_code_uses_float4_where_aligned():
+    src, (k,) = generate(module("vector.tir"))
+    # rows of 16 floats, starts at multiples of 8: two float4 per vector<8>
+    assert src.count("*reinterpret_cast<const float4*>(&A[") == 2
+    assert "*reinterpret_cast<float4*>(&C[((i * 16LL) + j) + 4]) = make_float4(s_4, s_5, s_6, s_7);" in src
+    assert "const float e_7 = erff(r_7);" in src
+    # the same kernel at an odd offset: lane by lane
+    text = open(os.path.join(KERNELS, "vector.tir")).read().replace(
+        "%j = arith.muli %h, %c8 : index", "%j0 = arith.muli %h, %c8 : index\n      %c1 = arith.constant 1 : index\n"
+        "      %j = arith.addi %j0, %c1 : index").replace("0 to 2 {", "0 to 1 {")
+    src, _ = generate(parse_module(text))
+    assert "float4" not in src and "C[((i * 16LL) + j) + 7] = s_7;" in src
+
+
+def test_unsupported_code_is_a_diagnostic_with_a_location():
+    m = parse_module("""
+tir.func @bad(%A: memref<8xf32>, %lo: index) {
+  tir.for %t = %lo to 8 thread("threadIdx.x") {
+    %z = arith.constant 0.0 : f32
+    tir.store %z, %A[%t] : f32
+  }
+}""")
+    with pytest.raises(DiagnosticError, match="static lower bound") as e:
+        generate(m)
     assert e.value.loc.file_line_col() is not None
 
 
@@ -92,7 +113,7 @@ def test_float_literals_are_exact():
 @needs_compiler
 def test_nvcc_compiles_thread_and_shared_memory_kernels():
     src, kernels = generate(module("thread_elemwise.tir", "shared_reverse.tir", "add_relu_2d.tir",
-                                   "intrinsics.tir", "dynamic.tir", "reduce_sum.tir"),
+                                   "intrinsics.tir", "dynamic.tir", "reduce_sum.tir", "vector.tir"),
                             CUDATarget("sm_90"))
     cubin = compile_cuda(src, "sm_90", "cubin")
     assert cubin[:4] == b"\x7fELF"

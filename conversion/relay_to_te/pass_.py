@@ -15,6 +15,11 @@
 3. With ``schedule=true`` (the default) the default schedule for the
    target is appended: schedules.py for ``target="llvm"`` (the default),
    schedules_cuda.py for ``target="cuda"``.
+4. With ``fallback=true`` a primitive function that cannot be lowered (an
+   op without a TE compute, a dynamic shape, a strategy that rejects its
+   attributes) stays a relay function, marked ``interpreted``, instead of
+   failing the pass; the executor runs it with the ops' numpy ``compute()``.
+   The statistic "functions left to the interpreter" counts them.
 
 The te.func keeps the name, so ``call @f`` in the caller now calls it.
 """
@@ -31,15 +36,36 @@ class LowerRelayToTE(ModulePass):
     NAME = "lower-relay-to-te"
     schedule: bool = True
     target: str = "llvm"
+    fallback: bool = False
 
     def run(self, module, ctx):
         from .outline import outline_loose_ops
         n = outline_loose_ops(module)
         if n:
             ctx.stat(self, "ops outlined", n)
-        for f in [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes]:
-            lower_function(module, f, self.schedule, self.target)
+        for f in [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes
+                  and "interpreted" not in op.attributes]:
+            if self.fallback:
+                if try_lower_function(module, f, self.schedule, self.target) is None:
+                    ctx.stat(self, "functions left to the interpreter")
+                    continue
+            else:
+                lower_function(module, f, self.schedule, self.target)
             ctx.stat(self, "functions lowered")
+
+
+def try_lower_function(module, rf, schedule=True, target="llvm"):
+    """lower_function, or None when `rf` cannot be lowered; `rf` is then
+    marked ``interpreted`` (with the reason) and left as it was.  The te body
+    is built aside and only swapped in at the end, so a failure leaves the
+    module untouched."""
+    from ...ir.diagnostics import DiagnosticError
+    try:
+        return lower_function(module, rf, schedule, target)
+    except (DiagnosticError, NotImplementedError, ValueError, KeyError, TypeError) as e:
+        msg = e.diagnostics[0].message if isinstance(e, DiagnosticError) else f"{type(e).__name__}: {e}"
+        rf.attributes["interpreted"] = msg.split("; --lower-relay-to-te handles")[0]
+        return None
 
 
 def lower_function(module, rf, schedule=True, target="llvm"):
@@ -58,8 +84,15 @@ def lower_function(module, rf, schedule=True, target="llvm"):
     for op in rf.body.ops:
         e.loc = op.loc
         if op.name == "relay.return":
-            outs = [env[v] for v in op.operands]
+            # a tuple (split, topk) returns its fields: the te.func has one result each
+            outs = [x for v in op.operands for x in (env[v] if isinstance(env[v], tuple) else (env[v],))]
             break
+        if op.name == "relay.tuple":
+            env[op.results[0]] = tuple(env[v] for v in op.operands)
+            continue
+        if op.name == "relay.get_item":
+            env[op.results[0]] = env[op.operands[0]][op.attributes["index"]]
+            continue
         if op.name == "relay.constant":
             attr = op.value
             r = op.results[0]
@@ -78,7 +111,7 @@ def lower_function(module, rf, schedule=True, target="llvm"):
             t = v.type
             if not isinstance(t, T.TensorType) or not t.is_static:
                 raise op.error(f"te lowering needs static tensor types, got {t}")
-        env[op.results[0]] = fn(e, op, [env[v] for v in op.operands])
+        env[op.results[0]] = fn(e, op, [env[v] for v in op.operands])   # a tuple for a tuple-typed result
     for i, v in enumerate(outs):
         if isinstance(v, Scalar):   # a function returning a constant: fill a tensor with it
             outs[i] = compute(e, v.type, lambda e, *idx, v=v: e.const(v.value, v.type.element_type), name="const")

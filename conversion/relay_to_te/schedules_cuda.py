@@ -1,5 +1,168 @@
 """Default schedules for target cuda, written as te schedule ops.
 
-Placeholder until the CUDA schedules land: every output's axes fused and
-split over blocks of 256 threads (blockIdx.x / threadIdx.x), the other
-stages inlined (reductions computed at root by one thread per output)."""
+Same contract as :func:`tvmd.conversion.relay_to_te.schedules.default_schedule`
+(append schedule ops for the `outputs` of one fused group).  Per te.func:
+
+* every stage that is neither an output nor a reduction is inlined;
+* an elementwise output: all its axes fused, split by the block size
+  (256, or the extent when smaller) and bound ``blockIdx.x`` /
+  ``threadIdx.x``; when the block size does not divide the extent the
+  lowering guards the tail (``if fused < extent``)::
+
+      %f = te.fuse %i, %j ;  %bx, %tx = te.split %f {factor = 256}
+      te.bind %bx {thread = "blockIdx.x"} ;  te.bind %tx {thread = "threadIdx.x"}
+
+* a reduction output of rank >= 2 (dense, matmul, conv2d, pooling): a 2-d
+  thread block over the outputs -- the last axis split by 16 onto
+  ``threadIdx.x`` / ``blockIdx.x``, the other spatial axes fused and split
+  by 16 onto ``threadIdx.y`` / ``blockIdx.y`` -- each thread accumulating
+  one output over the reduce axes, which stay serial loops inside;
+* a dense-like output (rank 2, one reduce axis, reading only the
+  function's inputs, every extent a multiple of 16): the same 16 x 16
+  blocks, with shared-memory tiles -- each input cached in ``shared``
+  (``te.cache_read``) and computed at the outer reduce axis ``ko`` (K split
+  by 16), its two axes bound to ``threadIdx.y`` / ``threadIdx.x`` so the
+  block's 256 threads load a 16 x 16 tile together; ``ko`` goes outside the
+  thread axes so the tile is the block's, not one thread's::
+
+      by, bx, ko { AS[16x16], WS[16x16] (cooperative loads); ty, tx, ki { C += AS * WS } }
+
+  The tiles' rows are padded to 17 floats (``te.storage_align``), so a
+  warp reading down a column of a tile hits 16 different banks;
+
+  ``tir-thread-sync`` then puts the barriers between the loads and the
+  reads and before the next ``ko``'s loads;
+* a reduction followed by a pointwise epilogue up to one output (conv +
+  bias + relu): the output is bound as above and the reduction is computed
+  at its ``threadIdx.x`` axis, into a one-element per-thread accumulator
+  (``local`` storage, a register);
+* any other reduction (a row reduction of softmax or layer_norm, a sum, a
+  reduction whose consumer is not pointwise): bound at root, one thread per
+  output element as for an elementwise stage.  Its nest is then a kernel of
+  its own (``tir-split-host-device``).  A rank-0 reduction runs on one
+  thread.
+
+Cross-thread row reductions (rfactor over threadIdx) are left for later:
+row reductions run one thread per row.
+"""
+
+from __future__ import annotations
+
+from ...dialects.te.builder import ScheduleBuilder
+from .schedules import pointwise_consumer
+
+THREADS = 256        # threads per block for 1-d kernels
+TILE = 16            # 16 x 16 threads per block for 2-d output tiles
+MAX_GRID_Y = 65535   # CUDA's limit on gridDim.y (and z)
+
+
+def default_schedule(e, outputs):
+    """Append CUDA schedule ops to e's block (the te.func body) for `outputs`."""
+    s = ScheduleBuilder(e)
+    computes = [op for op in e.block.ops if op.name == "te.compute"]
+    outs = []
+    for v in outputs:
+        d = v.defining_op()
+        if d is not None and d.name == "te.compute" and d not in outs:
+            outs.append(d)
+    for c in computes:
+        if c not in outs and c.reducer is None:
+            s.compute_inline(c.results[0])
+    epilogue = {}
+    for c in computes:
+        if c.reducer is not None and c not in outs:
+            o = pointwise_consumer(c, computes, outs) if c.rank else None
+            if o is not None and o not in epilogue:
+                epilogue[o] = c
+            else:
+                bind(s, c)
+    for o in outs:
+        anchor = epilogue.get(o)
+        if anchor is None and shared_tiled(s, o):
+            continue
+        tx = bind(s, o, tile2d=(anchor or o).reducer is not None)
+        if anchor is not None and tx is not None:
+            s.compute_at(anchor.results[0], tx)
+
+
+def bind(s, c, tile2d=None):
+    """Bind stage `c`'s spatial axes to blocks and threads; its reduce axes
+    stay serial, innermost.  Returns the innermost thread axis (the one a
+    producer is computed at), or None for a rank-0 stage."""
+    rank = c.rank
+    if rank == 0:
+        return None
+    if tile2d is None:
+        tile2d = c.reducer is not None
+    shape = c.tensor_type.shape
+    axes = s.axes(c.results[0])
+    sp, red = axes[:rank], axes[rank:]
+    rows = 1
+    for n in shape[:-1]:
+        rows *= n
+    fy = min(TILE, rows)
+    if tile2d and rank >= 2 and -(-rows // fy) <= MAX_GRID_Y:
+        row = s.fuse(*sp[:-1]) if rank > 2 else sp[0]
+        by, ty = s.split(row, factor=fy)
+        bx, tx = s.split(sp[-1], factor=min(TILE, shape[-1]))
+        s.reorder(by, bx, ty, tx, *red)
+        s.bind(by, "blockIdx.y")
+        s.bind(bx, "blockIdx.x")
+        s.bind(ty, "threadIdx.y")
+        s.bind(tx, "threadIdx.x")
+        return tx
+    total = rows * shape[-1]
+    f = s.fuse(*sp) if rank > 1 else sp[0]
+    bx, tx = s.split(f, factor=min(THREADS, total))
+    if red:
+        s.reorder(bx, tx, *red)
+    s.bind(bx, "blockIdx.x")
+    s.bind(tx, "threadIdx.x")
+    return tx
+
+
+def shared_tiled(s, c):
+    """The shared-memory tiled schedule of a dense-like stage (see the
+    module docstring); False, adding nothing, when `c` is not one."""
+    if c.reducer is None or c.rank != 2 or len(c.reduce_extents) != 1:
+        return False
+    if any(n % TILE for n in list(c.tensor_type.shape) + list(c.reduce_extents)):
+        return False   # a tail would put barriers under guards only some threads pass
+    func_args = set(s.e.block.args)
+    reads = [op for op in c.body.ops if op.name == "te.read"]
+    tensors = []
+    for r in reads:
+        if r.tensor not in func_args or r.guarded:
+            return False
+        if r.tensor not in tensors:
+            tensors.append(r.tensor)
+    if len(tensors) != 2:
+        return False
+    from ...ir.registry import get_op_class
+    cache_read = get_op_class("te.cache_read")
+    if cache_read is None:
+        return False
+    caches = []
+    for t in tensors:
+        op = cache_read([t, c.results[0]], [t.type], {"scope": "shared"}, (), s.e.loc)
+        s.e.block.append(op)
+        op.results[0].name = (t.name or "in") + "_shared"
+        caches.append(op.results[0])
+    i, j, k = s.axes(c.results[0])
+    by, ty = s.split(i, factor=TILE)
+    bx, tx = s.split(j, factor=TILE)
+    ko, ki = s.split(k, factor=TILE)
+    s.reorder(by, bx, ko, ty, tx, ki)
+    s.bind(by, "blockIdx.y")
+    s.bind(bx, "blockIdx.x")
+    s.bind(ty, "threadIdx.y")
+    s.bind(tx, "threadIdx.x")
+    align = get_op_class("te.storage_align")
+    for cache in caches:
+        s.compute_at(cache, ko)
+        if align is not None:   # rows of 17: the threads of a warp reading a column hit distinct banks
+            s.e.block.append(align([cache], [], {"axis": 0, "factor": TILE, "offset": 1}, (), s.e.loc))
+        a0, a1 = s._op("te.axes", [cache], 2, ["ax0", "ax1"])   # a cache stage: the tensor's rank
+        s.bind(a0, "threadIdx.y")
+        s.bind(a1, "threadIdx.x")
+    return True

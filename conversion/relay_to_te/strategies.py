@@ -5,8 +5,8 @@ for one relay op to the te.func body `e` emits into.  `args` are te tensor
 Values, or :class:`Scalar` for a splat relay.constant (read as an
 arith.constant in the body).
 
-    add subtract multiply divide maximum minimum     numpy broadcasting
-    nn.relu negative exp sigmoid tanh                 elementwise (te.intrin for exp, sigmoid, tanh)
+    elementwise and broadcasting ops                  topi_elemwise.py
+    reductions (sum, max, argmax, variance, ...)      topi_reduce.py
     nn.dense         out[.., j] = sum_k x[.., k] * w[j, k]
     nn.bias_add      out = x + b[index along axis]
     nn.conv2d        a "pad" stage (guarded reads, zero outside) when padded,
@@ -72,45 +72,7 @@ def axis_names(rank):
     return [f"ax{d}" for d in range(rank)]
 
 
-# -- elementwise -------------------------------------------------------------------------
-
-_BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "maximum": "max",
-           "minimum": "min"}
-
-
-@strategy(*_BINARY)
-def binary(e, op, args):
-    t = out_type(op)
-    kind = _BINARY[op.op_name]
-
-    def body(e, *idx):
-        a, b = (load(e, x, idx) for x in args)
-        if kind == "div" and not T.is_float(t.element_type):
-            return e.op("arith.divsi", [a, b], [a.type])   # relay divides integers toward zero
-        return e.binary(kind, a, b)
-    return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_" + op.op_name))
-
-
-_UNARY_INTRIN = {"exp": "exp", "sigmoid": "sigmoid", "tanh": "tanh"}
-
-
-@strategy("nn.relu", "negative", *_UNARY_INTRIN)
-def unary(e, op, args):
-    t = out_type(op)
-    et = t.element_type
-    name = op.op_name
-
-    def body(e, *idx):
-        x = load(e, args[0], idx)
-        if name == "nn.relu":
-            return e.binary("max", x, e.const(0, et))
-        if name == "negative":
-            if T.is_float(et):
-                return e.op("arith.negf", [x], [et])
-            return e.binary("sub", e.const(0, et), x)
-        return e.intrin(_UNARY_INTRIN[name], x)
-    return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_" + name.split(".")[-1]))
-
+# -- elementwise (the rest are in topi_elemwise.py) -----------------------------------
 
 @strategy("nn.bias_add")
 def bias_add(e, op, args):

@@ -2,6 +2,8 @@
 
 Algorithm, per te.func that still has computes:
 
+0. carry out the stage ops (cache_read, cache_write, rfactor), which make
+   new computes (stage_rewrite.py);
 1. read the schedule ops in program order into stages (schedule_state.py;
    illegal requests are diagnostics at the op);
 2. check each compute_at: the target axis must still be a leaf, of a stage
@@ -11,7 +13,8 @@ Algorithm, per te.func that still has computes:
    readers, producers first (inline.py), so a chain of inlined stages
    collapses into its consumer;
 4. give each stage computed at root a ``te.realize`` at the top of the
-   function (the storage its nest writes; returned ones are the outputs);
+   function (the storage its nest writes; returned ones are the outputs),
+   with its scope, padding and double_buffer flag (storage.py);
 5. emit the loop nests of the root stages in program order before the
    ``return`` (loop_nest.py), attached stages inside their consumer's loop;
 6. erase the computes.
@@ -29,9 +32,24 @@ from ...ir.pass_manager import ModulePass
 
 @dataclass
 class ApplySchedule(ModulePass):
+    """``--apply-schedule`` applies the schedule ops in each te.func;
+    ``--apply-schedule=s.te`` (or ``file=s.te``) first adds the te.schedule
+    blocks of the file s.te (schedule_file.py)."""
+
     NAME = "apply-schedule"
+    file: str = ""
+
+    @classmethod
+    def from_options(cls, text: str, base_offset: int = 0):
+        t = text.strip()
+        if t and "=" not in t and " " not in t:   # --apply-schedule=s.te: the path alone
+            return cls(file=t)
+        return super().from_options(text, base_offset)
 
     def run(self, module, ctx):
+        if self.file:
+            from .schedule_file import load_schedule_file
+            load_schedule_file(module, self.file)
         for op in list(module.body.ops):
             self.run_on(op, ctx)
 
@@ -47,11 +65,15 @@ def needs_schedule(func) -> bool:
 
 
 def apply_to_func(func):
-    from ...dialects.te.ops import RealizeOp
+    from ...dialects.te.ops import ARG_REDUCERS, RealizeOp
+    from ...ir import types as T
     from .inline import inline_stage
     from .loop_nest import NestBuilder
     from .schedule_state import Schedule
+    from .stage_rewrite import rewrite_stages
+    from .storage import realize_for
 
+    rewrite_stages(func)
     sched = Schedule(func).read()
     live = [st for st in sched.stages if st.attach != "inline"]
     nb = NestBuilder(func.body)
@@ -72,7 +94,13 @@ def apply_to_func(func):
     for st in live:
         if st.attach == "root":
             c = st.compute
-            r = RealizeOp((), [c.tensor_type], {}, (), c.loc)
+            out = c.results[0] in sched.outputs
+            if c.operands and not out:
+                raise c.error("a stage of dynamic shape must be an output of the function or inlined "
+                              "(intermediate buffers are static)")
+            if any(v.defining_op() is not None for v in c.operands):
+                raise c.error("the sizes of a dynamic stage must be parameters of the function")
+            r = realize_for(st, c.tensor_type, c.loc, output=out, sizes=c.operands)
             if anchor is None:
                 func.body.append(r)
             else:
@@ -80,6 +108,11 @@ def apply_to_func(func):
             r.results[0].name = c.results[0].name
             c.results[0].replace_all_uses_with(r.results[0])
             nb.buffers[st] = r.results[0]
+            if c.reducer in ARG_REDUCERS:   # the best value so far, beside the position
+                vr = RealizeOp((), [T.TensorType(c.tensor_type.shape, c.yielded.type)], {}, (), c.loc)
+                func.body.insert_before(r, vr)
+                vr.results[0].name = (c.results[0].name or "arg") + "_val"
+                nb.vals[st] = vr.results[0]
     nb.e.at(func.body)
     for st in live:
         if st.attach == "root":

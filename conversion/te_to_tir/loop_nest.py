@@ -30,7 +30,8 @@ the base.
 
 from __future__ import annotations
 
-from ...dialects.te.builder import Emitter, combine, reducer_identity
+from ...dialects.te.builder import Emitter, combine_values, reducer_identity, reducer_identity_value
+from ...dialects.te.ops import ARG_REDUCERS
 from ...ir import types as T
 from ...ir.core import Block, Region
 from .bounds import Aff, IndexIntervals, Interval, Unbounded
@@ -65,18 +66,29 @@ class NestBuilder:
         self.remap = {}      # producer tensor -> (local storage, bases): reads are shifted
         self.attached = {}   # (consumer stage, leaf) -> [producer stages]
         self.buffers = {}    # stage -> storage it writes
+        self.vals = {}       # argmax / argmin stage -> storage of the best value so far
         self.ext = {}        # stage -> {IterVar: extent}, while the stage is being emitted
         self.ctx = {}        # stage -> AttachCtx
 
     # -- relations -------------------------------------------------------------------
 
     def extents(self, st, root_extents):
+        """Every axis' extent: an int, or an index Value for a symbolic one
+        (a split of n by f has ``(n + f - 1) floordiv f`` outer iterations)."""
+        e = self.e
         ext = dict(zip(st.root, root_extents))
         for rel in st.relations:
             if isinstance(rel, Split):
-                ext[rel.outer], ext[rel.inner] = rel.extents(ext[rel.parent])
+                n = ext[rel.parent]
+                if isinstance(n, int):
+                    ext[rel.outer], ext[rel.inner] = rel.extents(n)
+                elif rel.factor is not None:
+                    ext[rel.outer], ext[rel.inner] = e.floordiv(e.add(n, rel.factor - 1), rel.factor), rel.factor
+                else:
+                    inner = e.floordiv(e.add(n, rel.nparts - 1), rel.nparts)
+                    ext[rel.outer], ext[rel.inner] = e.floordiv(e.add(n, e.sub(inner, 1)), inner), inner
             else:
-                ext[rel.fused] = ext[rel.outer] * ext[rel.inner]
+                ext[rel.fused] = e.mul(ext[rel.outer], ext[rel.inner])
         return ext
 
     def deps(self, iv):
@@ -105,7 +117,7 @@ class NestBuilder:
             f = self.value(st, rel.fused)
             n = ext[rel.inner]
             v = e.floordiv(f, n) if iv is rel.outer else e.floormod(f, n)
-            if not isinstance(v, int):
+            if not isinstance(v, int) and isinstance(ext[iv], int):
                 self.ranges[v] = (0, ext[iv] - 1)
         if not isinstance(v, int):
             e.remember(key, v)
@@ -116,15 +128,17 @@ class NestBuilder:
     def open_loop(self, st, iv, extent):
         from ...dialects.tir.ops import ForOp
         e = self.e
-        if extent == 1 and iv.kind != "thread":
+        static = isinstance(extent, int)
+        if static and extent == 1 and iv.kind != "thread":
             e.remember(("iv", st, iv), 0)
             return
-        kind = iv.kind if extent > 1 or iv.kind == "thread" else "serial"
+        kind = iv.kind if not static or extent > 1 or iv.kind == "thread" else "serial"
         loop = ForOp.create(0, extent, kind, iv.thread, iv.name, e.loc, dict(iv.pragmas))
         e.block.append(loop)
         e.at(loop.body)
         v = loop.induction_var
-        self.ranges[v] = (0, extent - 1)
+        if static:
+            self.ranges[v] = (0, extent - 1)
         e.remember(("iv", st, iv), v)
 
     def open_guard(self, st, g):
@@ -144,8 +158,9 @@ class NestBuilder:
         gs = []
         for rel in st.relations:
             if isinstance(rel, Split):
-                if ext[rel.outer] * ext[rel.inner] != ext[rel.parent]:
-                    gs.append(Guard(rel.parent, upper=ext[rel.parent]))
+                n = ext[rel.parent]
+                if not isinstance(n, int) or ext[rel.outer] * ext[rel.inner] != n:   # symbolic: a tail guard
+                    gs.append(Guard(rel.parent, upper=n))
         if ctx is not None:
             dims = st.compute.tensor_type.shape
             for d, iv in enumerate(st.root[:st.compute.rank]):
@@ -195,8 +210,13 @@ class NestBuilder:
                     self.open_guard(st, g)
         c = st.compute
         t = c.tensor_type.element_type
-        e.op("te.write", [e.const(reducer_identity(c.reducer, t), t), self.buffers[st]]
-             + [e.val(x) for x in self.write_index(st)], [])
+        idx = [e.val(x) for x in self.write_index(st)]
+        if c.reducer in ARG_REDUCERS:   # position 0, value the identity of max / min
+            vt = c.yielded.type
+            e.op("te.write", [e.const(reducer_identity(c.reducer[3:], vt), vt), self.vals[st]] + idx, [])
+            e.op("te.write", [e.const(0, t), self.buffers[st]] + idx, [])
+        else:
+            e.op("te.write", [reducer_identity_value(e, c, t), self.buffers[st]] + idx, [])
         e.at(saved)
 
     def write_index(self, st):
@@ -225,10 +245,31 @@ class NestBuilder:
         v = mapping.get(y, y)
         buf = self.buffers[st]
         idx = [e.val(x) for x in self.write_index(st)]
+        if c.reducer in ARG_REDUCERS:
+            self.arg_update(st, v, idx)
+            return
         if st.is_reduction:
             acc = e.op("te.read", [buf] + idx, [v.type])
-            v = combine(e, c.reducer, acc, v)
+            v = combine_values(e, c, acc, v)
         e.op("te.write", [v, buf] + idx, [])
+
+    def arg_update(self, st, v, idx):
+        """argmax: take v at position p when ``v > best`` or ``v == best and
+        p < pos``, so the first extreme one wins whatever the loop order."""
+        e = self.e
+        c = st.compute
+        t = c.tensor_type.element_type
+        pos = 0
+        for iv, n in zip(st.root[c.rank:], c.reduce_extents):
+            pos = e.add(e.mul(pos, n), self.value(st, iv))
+        pos = e.cast(e.val(pos), t)
+        best = e.op("te.read", [self.vals[st]] + idx, [v.type])
+        cur = e.op("te.read", [self.buffers[st]] + idx, [t])
+        better = e.cmp("gt" if c.reducer == "argmax" else "lt", v, best)
+        tie = e.and_(e.cmp("eq", v, best), e.cmp("lt", pos, cur))
+        take = e.op("arith.ori", [better, tie], [T.i1])
+        e.op("te.write", [e.select(take, v, best), self.vals[st]] + idx, [])
+        e.op("te.write", [e.select(take, pos, cur), self.buffers[st]] + idx, [])
 
     def shifted_read(self, op, mapping):
         e = self.e
@@ -248,6 +289,9 @@ class NestBuilder:
     def emit_attached(self, prod, cons, p):
         """Emit `prod` inside `cons`'s loop at leaf position `p`."""
         e = self.e
+        if not all(isinstance(n, int) for n in prod.compute.extents + cons.compute.extents):
+            raise prod.attach_op.error(f"cannot compute '{prod.name}' at a loop of '{cons.name}': "
+                                       "compute_at needs static shapes")
         try:
             region = self.region(prod, cons, p)
         except Unbounded as ex:
@@ -264,8 +308,15 @@ class NestBuilder:
             need_hi.append(hi + it.span > dims[d] - 1)
         bases = [a.emit(e) for a in affs]
         t = T.TensorType(exts, prod.compute.tensor_type.element_type)
-        local = e.op("te.realize", [], [t], name=prod.name)
+        from .storage import realize_for
+        r = realize_for(prod, t, e.loc)
+        e.block.append(r)
+        local = r.results[0]
+        local.name = prod.name
         self.buffers[prod] = local
+        if prod.compute.reducer in ARG_REDUCERS:
+            vt = T.TensorType(exts, prod.compute.yielded.type)
+            self.vals[prod] = e.op("te.realize", [], [vt], name=prod.name + "_val")
         self.remap[prod.compute.results[0]] = (local, bases)
         self.emit_stage(prod, AttachCtx(bases, affs, exts, need_lo, need_hi))
 

@@ -9,7 +9,9 @@ ops is scheduled first (apply_schedule.py), so this pass works alone.
 
     te.realize (returned)      the output buffer
     te.realize (other)         tir.alloc (at the same place: local storage of
-                               a compute_at stage is allocated inside its loop)
+                               a compute_at stage is allocated inside its loop),
+                               in the realize's scope (memref<.., "shared">),
+                               {double_buffer} kept
     te.read                    tir.load
     te.read .. if %c else x    %i' = select %c, %i, 0 per index (always in
                                bounds), tir.load, then select %c, %v, x
@@ -37,6 +39,10 @@ class LowerTEToTIR(ModulePass):
     def run(self, module, ctx):
         for op in list(module.body.ops):
             self.run_on(op, ctx)
+        if not any(op.name == "te.func" for op in module.body.ops):
+            for op in list(module.body.ops):   # user reducers were cloned into the loops
+                if op.name == "te.reducer":
+                    op.erase()
 
     def run_on(self, op, ctx):
         if op.name != "te.func":
@@ -62,7 +68,7 @@ def lower_func(func):
     names = [a.name for a in params]
     for i, v in enumerate(outs):   # an output buffer is named after the storage it replaces
         names.append(v.name if _realized(v) and v.name and v not in outs[:i] else f"out{i}")
-    types = [memref(a.type) for a in params] + [memref(v.type) for v in outs]
+    types = [a.type if a.type is T.index else memref(a.type) for a in params] + [memref(v.type) for v in outs]
     body = Block(types, names)
     mapping = dict(zip(params, body.args))
     out_args = body.args[len(params):]
@@ -112,7 +118,12 @@ class _Converter:
         if name == "te.realize":
             r = op.results[0]
             out = self.outputs.get(r)
-            m[r] = out if out is not None else e.op("tir.alloc", [], [memref(r.type)], name=r.name)
+            if out is None:
+                scope = op.attributes.get("scope") or "global"
+                db = {"double_buffer": op.attributes["double_buffer"]} if op.attributes.get("double_buffer") else {}
+                out = e.op("tir.alloc", [], [T.MemRefType(r.type.shape, r.type.element_type, scope)], db,
+                           name=r.name)
+            m[r] = out
         elif name == "arith.constant":   # one of each, at the entry
             r = op.results[0]
             m[r] = e.const(op.attributes["value"], r.type)
@@ -184,7 +195,8 @@ class _Converter:
 def _const_in(v, n):
     """Is `v` a constant index inside [0, n)?"""
     d = v.defining_op()
-    return d is not None and d.name == "arith.constant" and 0 <= d.attributes["value"] < n
+    return d is not None and d.name == "arith.constant" and 0 <= d.attributes["value"] and (
+        n is None and d.attributes["value"] == 0 or n is not None and d.attributes["value"] < n)
 
 
 _TE_MEMORY = {"te.realize", "te.read", "te.write", "te.intrin", "te.return"}

@@ -8,7 +8,11 @@ and a leaf order.  Schedule ops run in program order:
   by one, ``te.tile`` is two splits and a reorder, ``te.reorder`` permutes
   the named leaves among their own positions (TVM's rule);
 * loop kinds (parallel, vectorized, unrolled, thread) and pragmas mark leaves;
-* compute_inline / compute_root / compute_at set where a stage goes.
+* compute_inline / compute_root / compute_at set where a stage goes;
+* set_scope / storage_align / double_buffer describe its buffer (storage.py).
+
+Stage ops (cache_read, cache_write, rfactor) were carried out before
+(stage_rewrite.py).
 
 Relations are symbolic (a factor, not extents), so a stage attached with
 compute_at can get its extents later from bound inference.  Every illegal
@@ -69,7 +73,8 @@ class Fuse:
 
 
 class Stage:
-    __slots__ = ("compute", "root", "leaves", "relations", "attach", "attach_op", "inline_op", "name")
+    __slots__ = ("compute", "root", "leaves", "relations", "attach", "attach_op", "inline_op", "name",
+                 "scope", "align", "double_buffer", "storage_ops")
 
     def __init__(self, compute):
         self.compute = compute
@@ -82,6 +87,10 @@ class Stage:
         self.attach = "root"            # "root", "inline", or (stage, IterVar) for compute_at
         self.attach_op = None
         self.inline_op = None
+        self.scope = None               # memory scope of its buffer (set_scope, cache_*)
+        self.align = None               # (axis, factor, offset) from storage_align
+        self.double_buffer = False
+        self.storage_ops = []           # the ops that set the three above, for diagnostics
 
     @property
     def is_reduction(self):
@@ -226,7 +235,8 @@ class Schedule:
         if iv.reduce and kind in ("vectorized", "parallel", THREAD_KIND):
             verb = {"vectorized": "vectorize", "parallel": "parallelize", THREAD_KIND: "bind"}[kind]
             raise op.error(f"cannot {verb} reduce axis '{iv.name}'"
-                           + (" to a thread" if kind == THREAD_KIND else ""))
+                           + (" to a thread" if kind == THREAD_KIND else "")
+                           + "; te.rfactor it first and schedule the factored stage's new spatial axis")
         if iv.kind != "serial" and (iv.kind, iv.thread) != (kind, thread):
             now = iv.kind if iv.kind != THREAD_KIND else f"bound to {iv.thread}"
             raise op.error(f"axis '{iv.name}' is already {now}")
@@ -262,6 +272,34 @@ class Schedule:
     def _compute_root(self, op):
         st = self.stage_of(op, op.operands[0])
         st.attach, st.attach_op = "root", op
+
+    def _set_scope(self, op):
+        st = self.stage_of(op, op.operands[0])
+        if st.compute.results[0] in self.outputs and op.attributes["scope"] != "global":
+            raise op.error(f"'{st.name}' is an output of the function: its buffer is global")
+        st.scope = op.attributes["scope"]
+        st.storage_ops.append(op)
+
+    def _storage_align(self, op):
+        st = self.stage_of(op, op.operands[0])
+        axis, factor, offset = (int_attr(op, k) for k in ("axis", "factor", "offset"))
+        rank = st.compute.rank
+        if st.compute.results[0] in self.outputs:
+            raise op.error(f"cannot pad '{st.name}': it is an output of the function")
+        if not 0 <= axis < rank - 1:
+            raise op.error(f"storage_align axis must be in [0, {rank - 1}) (the innermost dimension has stride 1), "
+                           f"got {axis}")
+        if factor <= 0 or not 0 <= offset < factor:
+            raise op.error(f"storage_align needs factor > 0 and 0 <= offset < factor, got {factor}, {offset}")
+        st.align = (axis, factor, offset)
+        st.storage_ops.append(op)
+
+    def _double_buffer(self, op):
+        st = self.stage_of(op, op.operands[0])
+        if st.compute.results[0] in self.outputs:
+            raise op.error(f"cannot double-buffer '{st.name}': it is an output of the function")
+        st.double_buffer = True
+        st.storage_ops.append(op)
 
     def _compute_at(self, op):
         st = self.stage_of(op, op.operands[0])

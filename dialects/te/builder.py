@@ -270,6 +270,29 @@ def reducer_identity(reducer, t):
     return int(info.min) if reducer == "max" else int(info.max)
 
 
+def reducer_identity_value(e: Emitter, compute, t):
+    """The identity of `compute`'s reducer (built-in or a te.reducer) as a
+    constant Value of type t."""
+    r = compute.reducer_op()
+    return e.const(r.identity_value() if r is not None else reducer_identity(compute.reducer, t), t)
+
+
+def combine_values(e: Emitter, compute, acc, v):
+    """Emit ``acc (reducer) v`` for `compute`'s reducer: a built-in one, or
+    the body of its te.reducer cloned with (acc, v) for its arguments."""
+    r = compute.reducer_op()
+    if r is None:
+        return combine(e, compute.reducer, acc, v)
+    a, b = r.body.args
+    mapping = {a: acc, b: v}
+    for op in r.body.ops:
+        if op.name == "te.yield":
+            break
+        e.block.append(op.clone(mapping))
+    y = r.body.last.operands[0]
+    return mapping.get(y, y)
+
+
 def combine(e: Emitter, reducer, acc, v):
     """Emit ``acc (reducer) v``."""
     kind = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}[reducer]

@@ -36,7 +36,9 @@ INTRINSIC_FNS = {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh,
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "erf": lambda x: _erf(x), "fabs": np.abs,
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "sin": np.sin,
-    "cos": np.cos, "pow": np.power,
+    "cos": np.cos, "pow": np.power, "log2": np.log2, "log10": np.log10, "tan": np.tan,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
 }
 
 
@@ -55,8 +57,11 @@ def _check_inputs(func, arrays, params):
     out = []
     for a, p in zip(arrays, params):
         t = p.type
+        if t is T.index:   # a symbolic size
+            out.append(int(a))
+            continue
         a = np.asarray(a)
-        if a.shape != tuple(t.shape):
+        if len(a.shape) != len(t.shape) or any(n is not None and n != m for n, m in zip(t.shape, a.shape)):
             raise InterpreterError(func.loc, f"argument of shape {list(a.shape)} for parameter of type {t}")
         out.append(a.astype(t.dtype, copy=False))
     return out
@@ -82,10 +87,16 @@ def run(func, *arrays):
 
 # -- vectorized computes -----------------------------------------------------------
 
+def _shape(t, sizes, env):
+    it = iter(sizes)
+    return tuple(int(env[next(it)]) if n is None else n for n in t.shape)
+
+
 def eval_compute(op, env):
     t = op.results[0].type
-    out = np.empty(t.shape, dtype=t.dtype)
-    ranges = [(0, n) for n in t.shape]
+    shape = _shape(t, op.operands, env)
+    out = np.empty(shape, dtype=t.dtype)
+    ranges = [(0, n) for n in shape]
     _eval_box(op, env, out, ranges)
     return out
 
@@ -112,13 +123,28 @@ def _eval_box(op, env, out, ranges):
     full = [b - a for a, b in dims]
     v = np.broadcast_to(np.asarray(v), full)
     if rext:
-        axes = tuple(range(len(ranges), n))
-        red = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}[op.reducer]
-        if op.reducer in ("sum", "prod"):
-            v = red(v, axis=axes, dtype=out.dtype)
-        else:
-            v = red(v, axis=axes)
+        v = _reduce(op, v, len(ranges), env)
     out[tuple(slice(a, b) for a, b in ranges)] = v
+
+
+def _reduce(op, v, rank, env):
+    """Fold the reduce axes (the trailing ones of v)."""
+    red = op.reducer
+    axes = tuple(range(rank, v.ndim))
+    dt = op.results[0].type.dtype
+    if red in ("sum", "prod"):
+        return (np.sum if red == "sum" else np.prod)(v, axis=axes, dtype=dt)
+    if red in ("max", "min"):
+        return (np.max if red == "max" else np.min)(v, axis=axes)
+    flat = v.reshape(v.shape[:rank] + (-1,))
+    if red in ("argmax", "argmin"):   # numpy picks the first extreme one, as the loops do
+        return (np.argmax if red == "argmax" else np.argmin)(flat, axis=-1).astype(dt)
+    r = op.reducer_op()
+    a, b = r.body.args
+    acc = np.full(flat.shape[:rank], r.identity_value(), dtype=dt)
+    for k in range(flat.shape[-1]):   # in order: the reducer is only required to be associative
+        acc = np.asarray(_eval_block(r.body, {a: acc, b: flat[..., k]}, env)).astype(dt)
+    return acc
 
 
 def _eval_block(block, vals, env):
@@ -222,9 +248,10 @@ class _Loops:
             r = op.results[0]
             t = r.type
             fill = np.nan if T.is_float(t.element_type) else 0
+            sizes = op.operands
 
             def alloc():
-                env[r] = np.full(t.shape, fill, dtype=t.dtype)
+                env[r] = np.full(_shape(t, sizes, env), fill, dtype=t.dtype)
             return alloc
         if name == "te.read":
             return self._read(op)
@@ -294,10 +321,11 @@ class _Loops:
         env = self.env
         buf = op.operands[buf_i]
         idx = op.indices if op.name == "te.read" else op.operands[buf_i + 1:]
-        shape = buf.type.shape
+        static = buf.type.shape if None not in buf.type.shape else None
 
         def index():
             ix = tuple(env[v] for v in idx)
+            shape = static or env[buf].shape
             for d, (i, n) in enumerate(zip(ix, shape)):
                 if not 0 <= i < n:
                     raise InterpreterError(op.loc, f"accesses dimension {d} at {i}, outside [0, {n})")

@@ -14,7 +14,12 @@
   one element of the result.  The entry block's index arguments are the
   spatial axes (extents from the result type) then the reduce axes; a
   reducer (sum, prod, max, min) combines the yielded values over the reduce
-  axes, starting from its identity.
+  axes, starting from its identity.  ``"argmax"`` / ``"argmin"``: the
+  body yields the value compared, the tensor (of an integer type) holds
+  the row-major position over the reduce axes of the first extreme one.
+  ``reduce [%k: N] @r`` uses the user reducer ``te.reducer @r``.
+* ``te.reducer @r(%acc: f32, %x: f32) identity 0.0 { ... yield %v }``: a
+  commutative, associative combiner and its identity (module level).
 * ``te.read %A[%i, %k] : f32`` and the guarded ``te.read %A[%y, %x] if %c
   else 0.0 : f32`` (reads only where %c holds; the value is 0.0 elsewhere).
 * ``te.intrin "exp"(%x) : f32``: a math function.
@@ -27,13 +32,15 @@ Schedule ops live in schedule_ops.py.
 from __future__ import annotations
 
 from ...ir import types as T
-from ...ir.attrkinds import FLOAT, INTS, STR, TYPE, enum, optional
+from ...ir.attributes import SymbolRef
+from ...ir.attrkinds import ANY, FLAG, FLOAT, INTS, STR, TYPE, enum, optional
 from ...ir.core import Attr, Operation
 from ...ir.traits import ISOLATED_FROM_ABOVE, PURE, SINGLE_BLOCK, SYMBOL, TERMINATOR
 from ...ir.func_like import print_func_like, verify_func_like
 from ..tir.ops import INTRINSICS, IntrinOpBase   # te lowers to tir, so it may use tir's pieces
 
-REDUCERS = ("sum", "prod", "max", "min")
+REDUCERS = ("sum", "prod", "max", "min", "argmax", "argmin")
+ARG_REDUCERS = ("argmax", "argmin")
 
 
 class FuncOp(Operation):
@@ -60,11 +67,59 @@ class FuncOp(Operation):
     def verify_(self):
         verify_func_like(self, "te.return")
         for a in self.body.args:
-            if not isinstance(a.type, T.TensorType) or not a.type.is_static:
-                raise self.error(f"parameters are tensors of static shape, got {a.type}")
+            if a.type is not T.index and not isinstance(a.type, T.TensorType):
+                raise self.error(f"parameters are tensors or index sizes, got {a.type}")
 
     def print_custom(self, p):
         print_func_like(self, p, "te.func")
+
+
+class ReducerOp(Operation):
+    """``te.reducer @r(%acc: T, %x: T) identity c { ... yield %v }``: a user
+    reducer; computes use it as ``reduce [%k: N] @r``.  It must be
+    commutative and associative (schedules reorder and split the reduction),
+    and ``c`` its identity."""
+
+    __slots__ = ()
+    name = "te.reducer"
+    OPERANDS = ()
+    RESULTS = ()
+    NUM_REGIONS = 1
+    ATTRS = {"sym_name": Attr(STR), "identity": Attr(ANY)}
+    traits = frozenset({ISOLATED_FROM_ABOVE, SYMBOL, SINGLE_BLOCK})
+
+    @property
+    def value_type(self):
+        return self.body.args[0].type if self.body.args else None
+
+    def identity_value(self):
+        v = self.attributes["identity"]
+        return float(v) if T.is_float(self.value_type) else int(v)
+
+    def verify_(self):
+        args = self.body.args
+        if len(args) != 2 or args[0].type is not args[1].type or not (T.is_int(args[0].type) or T.is_float(args[0].type)):
+            raise self.error("takes two scalars of one type: (%acc: T, %x: T)")
+        last = self.body.last
+        if last is None or last.name != "te.yield":
+            raise self.error("body must end with 'yield'")
+        if last.operands[0].type is not args[0].type:
+            raise last.error(f"yields {last.operands[0].type} but the reducer combines {args[0].type}")
+        v = self.attributes["identity"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.error(f"identity must be a number, got {v!r}")
+
+    def print_custom(self, p):
+        from ...ir.attributes import print_attr
+        p.push_scope()
+        try:
+            a, b = p.define_block_args(self.body)
+            t = self.value_type
+            ident = self.identity_value()
+            p.write(f"te.reducer @{self.attributes['sym_name']}({a}: {t}, {b}: {t}) identity {print_attr(ident)} ")
+            p.print_region(self.region)
+        finally:
+            p.pop_scope()
 
 
 class ReturnOp(Operation):
@@ -96,10 +151,10 @@ class ComputeOp(Operation):
 
     __slots__ = ()
     name = "te.compute"
-    OPERANDS = ()
+    OPERANDS = ("*sizes",)   # one index Value per '?' dimension of the result
     RESULTS = ("result",)
     NUM_REGIONS = 1
-    ATTRS = {"reduce_extents": Attr(INTS, ()), "reducer": Attr(optional(enum(*REDUCERS)), None)}
+    ATTRS = {"reduce_extents": Attr(INTS, ()), "reducer": Attr(ANY, None)}   # a REDUCERS name or @reducer
     traits = frozenset({SINGLE_BLOCK})
 
     @classmethod
@@ -136,14 +191,28 @@ class ComputeOp(Operation):
     def reducer(self):
         return self.attributes.get("reducer")
 
+    def reducer_op(self):
+        """The te.reducer a ``@name`` reducer names (None for a built-in one)."""
+        red = self.reducer
+        if not isinstance(red, SymbolRef):
+            return None
+        from ...ir.symbols import lookup_symbol
+        r = lookup_symbol(self, red.name)
+        return r if r is not None and r.name == "te.reducer" else None
+
     @property
     def reduce_extents(self):
         return tuple(self.attributes.get("reduce_extents", ()))
 
     @property
+    def shape(self):
+        """The result's dimensions: ints, and the size Values of '?' ones."""
+        return dynamic_shape(self.results[0].type, self.operands)
+
+    @property
     def extents(self):
         """Extents of every index argument: the result shape, then the reduce extents."""
-        return tuple(self.results[0].type.shape) + self.reduce_extents
+        return self.shape + self.reduce_extents
 
     @property
     def yielded(self):
@@ -151,8 +220,9 @@ class ComputeOp(Operation):
 
     def verify_(self):
         t = self.results[0].type
-        if not isinstance(t, T.TensorType) or not t.is_static:
-            raise self.error(f"result must be a tensor of static shape, got {t}")
+        if not isinstance(t, T.TensorType):
+            raise self.error(f"result must be a tensor, got {t}")
+        check_sizes(self, t)
         rext = self.reduce_extents
         if any(type(e) is not int or e < 1 for e in rext):
             raise self.error(f"reduce extents must be positive integers, got {list(rext)}")
@@ -165,6 +235,19 @@ class ComputeOp(Operation):
         last = self.body.last
         if last is None or last.name != "te.yield":
             raise self.error("body must end with 'yield'")
+        red = self.reducer
+        if red is not None and not isinstance(red, SymbolRef) and red not in REDUCERS:
+            raise self.error(f"unknown reducer {red!r}: one of {', '.join(REDUCERS)}, or @name of a te.reducer")
+        if isinstance(red, SymbolRef):
+            r = self.reducer_op()
+            if r is None:
+                raise self.error(f"reducer @{red.name} is not a te.reducer of this module")
+            if r.value_type is not t.element_type:
+                raise self.error(f"reducer @{red.name} combines {r.value_type}, the tensor holds {t.element_type}")
+        if red in ARG_REDUCERS:
+            if not (T.is_int(t.element_type) or t.element_type is T.index):
+                raise self.error(f"an {red} tensor holds integer positions, not {t.element_type}")
+            return
         if last.operands[0].type is not t.element_type:
             raise last.error(f"yields {last.operands[0].type} but the tensor holds {t.element_type}")
 
@@ -179,15 +262,34 @@ class ComputeOp(Operation):
         args = p.define_block_args(self.body)
         rank = self.rank
         p.write("te.compute [" + ", ".join(args[:rank]) + "]")
+        if self.operands:
+            p.write(f" ({p.values(self.operands)})")
         if self.reduce_extents:
             axes = ", ".join(f"{n}: {e}" for n, e in zip(args[rank:], self.reduce_extents))
-            p.write(f' reduce [{axes}] "{self.reducer}"')
+            red = self.reducer
+            p.write(f" reduce [{axes}] " + (f"@{red.name}" if isinstance(red, SymbolRef) else f'"{red}"'))
         p.write(f" : {self.results[0].type}")
         rest = {k: v for k, v in self.attributes.items() if k not in self.ATTRS}
         if rest:
             p.write(" attributes " + p.attr_dict(rest))
         p.write(" ")
         p.print_region(self.region)
+
+
+def dynamic_shape(t, sizes):
+    """t's shape with each '?' replaced by the next of `sizes`."""
+    it = iter(sizes)
+    return tuple(next(it) if n is None else n for n in t.shape)
+
+
+def check_sizes(op, t):
+    """One index operand per '?' dimension of t."""
+    n = sum(1 for d in t.shape if d is None)
+    if len(op.operands) != n:
+        raise op.error(f"{t} has {n} dynamic dimension(s) but {len(op.operands)} size(s) were given")
+    for v in op.operands:
+        if v.type is not T.index:
+            raise op.error(f"sizes are index values, got {v.type}")
 
 
 def _check_indices(op, tensor, indices, what):
@@ -268,20 +370,30 @@ class WriteOp(Operation):
 
 
 class RealizeOp(Operation):
-    """``%T = te.realize : tensor<...>``: storage for a scheduled stage."""
+    """``%T = te.realize : tensor<...>``: storage for a scheduled stage;
+    ``te.realize {scope = "shared", double_buffer} : tensor<...>`` puts it
+    in a memory scope and marks it for double buffering.  After
+    storage_align the type is the padded shape."""
 
     __slots__ = ()
     name = "te.realize"
-    OPERANDS = ()
+    OPERANDS = ("*sizes",)   # one index Value per '?' dimension
     RESULTS = ("result",)
+    ATTRS = {"scope": Attr(optional(enum("global", "shared", "local")), None),
+             "double_buffer": Attr(optional(FLAG), None)}
 
     def verify_(self):
         t = self.results[0].type
-        if not isinstance(t, T.TensorType) or not t.is_static:
-            raise self.error(f"realizes a tensor of static shape, got {t}")
+        if not isinstance(t, T.TensorType):
+            raise self.error(f"realizes a tensor, got {t}")
+        check_sizes(self, t)
 
     def print_custom(self, p):
-        p.write(f"te.realize : {self.results[0].type}")
+        p.write("te.realize")
+        if self.operands:
+            p.write(f" ({p.values(self.operands)})")
+        p.opt_attr_dict({k: v for k, v in self.attributes.items() if v is not None})
+        p.write(f" : {self.results[0].type}")
 
 
 class IntrinOp(IntrinOpBase):

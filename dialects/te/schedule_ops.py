@@ -14,6 +14,19 @@ out and erases them::
     te.pragma %f {auto_unroll_max_step = 16}  annotations for the loop
     te.compute_inline %P    te.compute_root %P    te.compute_at %P, %jo
 
+Stage ops make a new stage (a tensor) and are carried out before the
+others (stage_rewrite.py), so later schedule ops can name what they make::
+
+    %CL = te.cache_write %C {scope = "local"} : tensor<64x64xf32>
+    %AS = te.cache_read %A, %C, %D {scope = "shared"} : tensor<64x64xf32>
+    %CF = te.rfactor %C, %ki : tensor<4x64xf32>         (a reduce axis of %C)
+
+Storage ops mark the buffer a stage is realized in::
+
+    te.set_scope %C {scope = "shared"}
+    te.storage_align %C {axis = 0, factor = 16, offset = 1}   row stride = 1 mod 16
+    te.double_buffer %C
+
 Integer attributes may be AutoTVM knobs (``#tune.knob<"tile_x", [8, 16]>``);
 ``--apply-history-best`` puts numbers in their place.
 """
@@ -25,7 +38,41 @@ from ...ir.attrkinds import INT, enum, optional
 from ...ir.core import Attr, Operation
 
 AXIS = T.OpaqueType("te.axis")
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+               "vthread")
+SCOPES = ("global", "shared", "local")
+
+
+def stage_axis_count(v, at=None) -> int:
+    """How many axes (spatial, then reduce) the stage `v` has at `at` (or
+    after all the ops that use it so far): a cache_write leaves it a copy,
+    an rfactor a reduction over the factored axis alone."""
+    d = v.defining_op()
+    if at is not None:
+        changed = [u for u in v.users if u.name in ("te.cache_write", "te.rfactor") and u.operands[0] is v
+                   and u.parent is at.parent and u.is_before_in_block(at)]
+    else:
+        changed = [u for u in v.users if u.name in ("te.cache_write", "te.rfactor") and u.operands[0] is v]
+    if changed:
+        return v.type.rank + (1 if changed[-1].name == "te.rfactor" else 0)
+    if d.name == "te.compute":
+        return len(d.extents)
+    if d.name == "te.cache_read":
+        return d.results[0].type.rank
+    if d.name == "te.cache_write":
+        return stage_axis_count(d.operands[0], d)
+    # rfactor: one more spatial axis; the factored reduce axis goes unless it
+    # was one part of a split (the other part stays a reduce axis)
+    src = d.operands[0]
+    n_red = stage_axis_count(src, d) - src.type.rank
+    h = d.operands[1].defining_op()
+    return d.results[0].type.rank + n_red - (0 if h is not None and h.name == "te.split" else 1)
+
+
+def is_stage(v) -> bool:
+    """A te.compute result, or a stage a stage op makes."""
+    d = v.defining_op()
+    return d is not None and (d.name == "te.compute" or d.name in STAGE_OPS)
 
 
 class ScheduleOp(Operation):
@@ -37,8 +84,7 @@ class ScheduleOp(Operation):
     def verify_(self):
         for i, v in enumerate(self.operands):
             if i < self.STAGE_OPERANDS:
-                d = v.defining_op()
-                if d is None or d.name != "te.compute":
+                if not is_stage(v):
                     raise self.error(f"operand #{i} must be the result of a te.compute (a stage)")
             elif v.type is not AXIS:
                 raise self.error(f"operand #{i} must be an axis handle (!te.axis), got {v.type}")
@@ -63,8 +109,7 @@ class AxesOp(ScheduleOp):
     STAGE_OPERANDS = 1
 
     def verify_schedule(self):
-        c = self.operands[0].defining_op()
-        n = len(c.extents)
+        n = stage_axis_count(self.operands[0], self)
         if len(self.results) != n:
             raise self.error(f"stage has {n} axes but {len(self.results)} handle(s) were given")
 
@@ -178,6 +223,113 @@ class ComputeAtOp(ScheduleOp):
     STAGE_OPERANDS = 1
 
 
+class SetScopeOp(ScheduleOp):
+    __slots__ = ()
+    name = "te.set_scope"
+    OPERANDS = ("stage",)
+    RESULTS = ()
+    ATTRS = {"scope": Attr(enum(*SCOPES))}
+    STAGE_OPERANDS = 1
+
+
+class StorageAlignOp(ScheduleOp):
+    """Pad the stage's buffer so the stride of dimension `axis` is
+    ``offset`` modulo ``factor`` (TVM's storage_align; kills bank conflicts)."""
+
+    __slots__ = ()
+    name = "te.storage_align"
+    OPERANDS = ("stage",)
+    RESULTS = ()
+    ATTRS = {"axis": Attr(INT), "factor": Attr(INT), "offset": Attr(INT, 0)}
+    STAGE_OPERANDS = 1
+
+
+class DoubleBufferOp(ScheduleOp):
+    """Mark the stage's buffer for double buffering (tir-inject-double-buffer)."""
+
+    __slots__ = ()
+    name = "te.double_buffer"
+    OPERANDS = ("stage",)
+    RESULTS = ()
+    STAGE_OPERANDS = 1
+
+
+class StageOp(ScheduleOp):
+    """Base of the ops that make a stage: ``%S = te.x %a, ... {attrs} : tensor<...>``."""
+
+    __slots__ = ()
+
+    def verify_(self):
+        from ...ir import types as T
+        t = self.results[0].type if len(self.results) == 1 else None
+        if not isinstance(t, T.TensorType):
+            raise self.error("makes one stage, a tensor")
+        self.verify_schedule()
+
+    def print_custom(self, p):
+        super().print_custom(p)
+        p.write(f" : {self.results[0].type}")
+
+
+class CacheWriteOp(StageOp):
+    """``%CL = te.cache_write %C {scope}``: %C's computation moves to the
+    new stage %CL (in `scope`); %C becomes a copy of it."""
+
+    __slots__ = ()
+    name = "te.cache_write"
+    OPERANDS = ("stage",)
+    RESULTS = ("cache",)
+    ATTRS = {"scope": Attr(enum(*SCOPES))}
+
+    def verify_schedule(self):
+        if not is_stage(self.operands[0]):
+            raise self.error("operand #0 must be a stage (the result of a te.compute)")
+        if self.results[0].type != self.operands[0].type:
+            raise self.error(f"the cache has the stage's type {self.operands[0].type}")
+
+
+class CacheReadOp(StageOp):
+    """``%AS = te.cache_read %A, %R1, ... {scope}``: a copy of tensor %A in
+    `scope`, read by the stages %R1, ... instead of %A."""
+
+    __slots__ = ()
+    name = "te.cache_read"
+    OPERANDS = ("tensor", "*readers")
+    RESULTS = ("cache",)
+    ATTRS = {"scope": Attr(enum(*SCOPES))}
+
+    def verify_schedule(self):
+        from ...ir import types as T
+        if not isinstance(self.operands[0].type, T.TensorType):
+            raise self.error(f"caches a tensor, not {self.operands[0].type}")
+        if len(self.operands) < 2:
+            raise self.error("needs the stages that read the cache")
+        for i, v in enumerate(self.operands[1:], 1):
+            if not is_stage(v):
+                raise self.error(f"operand #{i} must be a stage (the result of a te.compute)")
+        if self.results[0].type != self.operands[0].type:
+            raise self.error(f"the cache has the tensor's type {self.operands[0].type}")
+
+
+class RFactorOp(StageOp):
+    """``%CF = te.rfactor %C, %k {factor_axis = 0}``: the partial reductions of
+    %C, one per value of its reduce axis %k, as a new stage whose dimension
+    `factor_axis` is %k; %C then sums (reduces) %CF over that dimension."""
+
+    __slots__ = ()
+    name = "te.rfactor"
+    OPERANDS = ("stage", "axis")
+    RESULTS = ("factored",)
+    ATTRS = {"factor_axis": Attr(INT, 0)}
+
+    def verify_schedule(self):
+        if not is_stage(self.operands[0]):
+            raise self.error("operand #0 must be a stage (the result of a te.compute)")
+        if self.operands[1].type is not AXIS:
+            raise self.error(f"operand #1 must be an axis handle (!te.axis), got {self.operands[1].type}")
+
+
+STAGE_OPS = frozenset({"te.cache_write", "te.cache_read", "te.rfactor"})
 SCHEDULE_OPS = frozenset({c.name for c in (AxesOp, SplitOp, TileOp, FuseOp, ReorderOp, ParallelOp, VectorizeOp,
                                            UnrollOp, BindOp, PragmaOp, ComputeInlineOp, ComputeRootOp,
-                                           ComputeAtOp)})
+                                           ComputeAtOp, SetScopeOp, StorageAlignOp, DoubleBufferOp)}) | STAGE_OPS

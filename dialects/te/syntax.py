@@ -7,13 +7,14 @@ import re
 from lark import Token
 
 from ...ir import types as T
+from ...ir.attributes import SymbolRef
 from ...ir.core import OpResult
 from ...ir.registry import get_op_class
-from .ops import ComputeOp, FuncOp, IntrinOp, ReadOp, RealizeOp, ReturnOp, WriteOp, YieldOp
-from .schedule_ops import AXIS
+from .ops import ComputeOp, FuncOp, ReducerOp, IntrinOp, ReadOp, RealizeOp, ReturnOp, WriteOp, YieldOp
+from .schedule_ops import AXIS, is_stage, stage_axis_count
 
 GRAMMAR = "te.lark"
-OP_RULES = ["te_func", "te_compute", "te_read", "te_write", "te_realize", "te_intrin", "te_schedule"]
+OP_RULES = ["te_reducer", "te_func", "te_compute", "te_read", "te_write", "te_realize", "te_intrin", "te_schedule", "te_stage"]
 
 _NAME = re.compile(r"%[A-Za-z0-9_$.\-]+(#[0-9]+)?")
 
@@ -56,6 +57,24 @@ class Syntax:
         attrs["function_type"] = T.FunctionType(ins, rets)
         return self.make_op(FuncOp, (), (), attrs, [region], tok)
 
+    def te_reducer_header(self, c):
+        tok, sym, a, b, lit = c
+        if a[1] is not b[1]:
+            raise self.err(b[0], f"a reducer combines two values of one type, got {a[1]} and {b[1]}")
+        s = str(lit)
+        v = int(s, 0) if lit.type == "INT" else float(s)
+        if T.is_float(a[1]):
+            v = float(v)
+        elif lit.type != "INT":
+            raise self.err(lit, f"the identity of a {a[1]} reducer is an integer, got {s}")
+        self.open_op(isolated=True, args=[a, b], terminators={"yield": YieldOp})
+        return (tok, {"sym_name": _symbol(sym), "identity": v})
+
+    def te_reducer(self, c):
+        self.close_op()
+        (tok, attrs), region = c
+        return self.make_op(ReducerOp, (), (), attrs, [region], tok)
+
     # -- computes ------------------------------------------------------------------
 
     def te_reduce_axis(self, c):
@@ -67,9 +86,11 @@ class Syntax:
 
     def te_compute_header(self, c):
         tok, idx = c[0], c[1]
-        axes, reducer, t, attrs = [], None, None, {}
+        axes, reducer, t, attrs, sizes = [], None, None, {}, []
         for x in c[2:]:
-            if type(x) is tuple:
+            if isinstance(x, Token) and x.type == "VALUE_LIST":
+                sizes = self.uses_in(x)
+            elif type(x) is tuple:
                 axes, reducer = x
             elif isinstance(x, T.Type):
                 t = x
@@ -84,14 +105,14 @@ class Syntax:
         args = [(n, T.index) for n in names] + [(n, T.index) for n, _ in axes]
         self.open_op(args=args, terminators={"yield": YieldOp})
         if reducer is not None:
-            attrs["reducer"] = reducer[1:-1]
+            attrs["reducer"] = SymbolRef(_symbol(reducer)) if reducer.startswith("@") else reducer[1:-1]
         attrs["reduce_extents"] = tuple(e for _, e in axes)
-        return (tok, t, attrs)
+        return (tok, t, attrs, sizes)
 
     def te_compute(self, c):
         self.close_op()
-        (tok, t, attrs), region = c
-        return self.make_op(ComputeOp, (), [t], attrs, [region], tok)
+        (tok, t, attrs, sizes), region = c
+        return self.make_op(ComputeOp, sizes, [t], attrs, [region], tok)
 
     # -- element access ----------------------------------------------------------
 
@@ -119,8 +140,10 @@ class Syntax:
         return self.make_op(WriteOp, [v, self.use(tensor)] + self.uses_in(idx), (), None, (), tok)
 
     def te_realize(self, c):
-        tok, t = c
-        return self.make_op(RealizeOp, (), [t], None, (), tok)
+        tok, t = c[0], c[-1]
+        attrs = next((x for x in c[1:-1] if isinstance(x, dict)), None)
+        sizes = [v for x in c[1:-1] if isinstance(x, Token) and x.type == "VALUE_LIST" for v in self.uses_in(x)]
+        return self.make_op(RealizeOp, sizes, [t], dict(attrs) if attrs else None, (), tok)
 
     def te_intrin(self, c):
         tok, name, vals, t = c
@@ -140,10 +163,20 @@ class Syntax:
                 operands.append(self.use(x))
         n = _RESULT_COUNT.get(cls.name, 0)
         if cls.name == "te.axes":
-            d = operands[0].defining_op() if operands else None
-            if not isinstance(d, ComputeOp):
+            if not operands or not is_stage(operands[0]):
                 raise self.err(c[1], f"te.axes needs a stage (the result of a te.compute), '{c[1]}' is not one")
-            n = len(d.extents)
+            n = stage_axis_count(operands[0])
         op = self.make_op(cls, operands, (), attrs, (), tok)
         op.results = [OpResult(AXIS, op, i) for i in range(n)]
         return op
+
+    def te_stage(self, c):
+        tok, t = c[0], c[-1]
+        attrs = {}
+        operands = []
+        for x in c[1:-1]:
+            if isinstance(x, dict):
+                attrs = x
+            elif x is not None:
+                operands.append(self.use(x))
+        return self.make_op(get_op_class(str(tok)), operands, [t], dict(attrs), (), tok)

@@ -29,6 +29,7 @@ Semantics (the ones codegen must match):
   lockstep (each thread a Python generator that yields at every barrier), so
   shared-memory kernels mean what they mean on a GPU; without barriers the
   threads run one after another.  A barrier outside any thread loop is a no-op.
+* ``tir.broadcast`` fills every lane with its scalar operand.
 * ``tir.intrin``: exp log sqrt rsqrt tanh sigmoid erf fabs floor ceil round
   (half to even, like rint) trunc sin cos pow fma, in the operand dtype
   (erf through ``math.erf``).
@@ -132,6 +133,9 @@ INTRINSIC_IMPLS = {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "tanh": np.tanh,
     "sigmoid": _sigmoid, "erf": _vec_erf, "fabs": np.abs, "floor": np.floor, "ceil": np.ceil,
     "round": np.rint, "trunc": np.trunc, "sin": np.sin, "cos": np.cos, "pow": np.power, "fma": _fma,
+    "log2": np.log2, "log10": np.log10, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh,
 }
 
 
@@ -479,6 +483,17 @@ class _Compiler:
 
     def op_tir_barrier(self, op):
         return None   # outside a lockstep thread group: nothing to wait for
+
+    def op_tir_broadcast(self, op):
+        a = self.slot(op.operands[0])
+        r = self.slot(op.results[0])
+        t = op.results[0].type
+        n = t.lanes
+        dt = np.dtype("int64") if t.element_type is T.index else T.to_numpy_dtype(t.element_type)
+
+        def broadcast(env):
+            env[r] = np.full(n, env[a], dt)
+        return broadcast
 
     def op_tir_intrin(self, op):
         fn = INTRINSIC_IMPLS[op.attributes["intrin"]]

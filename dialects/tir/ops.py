@@ -29,7 +29,8 @@
 from __future__ import annotations
 
 from ...ir import types as T
-from ...ir.attrkinds import ANY, INT, STR, enum, optional
+from ...ir.attrkinds import ANY, FLAG, INT, STR, enum, optional
+from ...ir.attrkinds import SYMBOL as SYMBOL_REF
 from ...ir.core import Attr, Operation
 from ...ir.printer import print_symbol
 from ...ir.traits import ISOLATED_FROM_ABOVE, NO_TERMINATOR, PURE, SYMBOL, SINGLE_BLOCK
@@ -250,10 +251,14 @@ class StoreOp(Operation):
 
 
 class AllocOp(Operation):
+    """``%B = tir.alloc {double_buffer} : memref<...>``; the optional unit
+    attribute asks tir-inject-double-buffer to double it."""
+
     __slots__ = ()
     name = "tir.alloc"
     OPERANDS = ()
     RESULTS = ("result",)
+    ATTRS = {"double_buffer": Attr(optional(FLAG), None)}
 
     def verify_(self):
         t = self.results[0].type
@@ -261,7 +266,9 @@ class AllocOp(Operation):
             raise self.error(f"allocates a static memref, got {t}")
 
     def print_custom(self, p):
-        p.write(f"tir.alloc : {self.results[0].type}")
+        p.write("tir.alloc")
+        p.opt_attr_dict(self.attributes)
+        p.write(f" : {self.results[0].type}")
 
 
 class IfOp(Operation):
@@ -297,6 +304,8 @@ class IfOp(Operation):
 INTRINSICS = {
     "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "fabs": 1,
     "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sin": 1, "cos": 1, "pow": 2, "fma": 3,
+    "log2": 1, "log10": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1,
+    "asinh": 1, "acosh": 1, "atanh": 1,
 }
 
 
@@ -332,6 +341,45 @@ class IntrinOpBase(Operation):
 class IntrinOp(IntrinOpBase):
     __slots__ = ()
     name = "tir.intrin"
+
+
+class LaunchOp(Operation):
+    """``"tir.launch"(%A, %n) {callee = @f_kernel0} : (memref<...>, index) -> ()``:
+    run the device kernel @callee (a tir.func marked ``kernel``) on these
+    arguments, its grid and block given by its thread-bound loops.  Made by
+    ``tir-split-host-device``; the host function keeps the launches."""
+
+    __slots__ = ()
+    name = "tir.launch"
+    OPERANDS = ("*args",)
+    RESULTS = ()
+    ATTRS = {"callee": Attr(SYMBOL_REF)}
+
+    @property
+    def callee(self):
+        return self.attributes["callee"].name
+
+
+class BroadcastOp(Operation):
+    """``%v = tir.broadcast %x : vector<8xf32>``: a vector with the scalar
+    %x in every lane (TVM's Broadcast); tir-vectorize makes it for
+    loop-invariant operands of vectorised arithmetic."""
+
+    __slots__ = ()
+    name = "tir.broadcast"
+    OPERANDS = ("value",)
+    RESULTS = ("result",)
+    traits = frozenset({PURE})
+
+    def verify_(self):
+        t = self.results[0].type
+        if not isinstance(t, T.VectorType) or t.rank != 1:
+            raise self.error(f"result must be a 1-d vector, got {t}")
+        if t.element_type is not self.operands[0].type:
+            raise self.error(f"broadcasts a {self.operands[0].type} into {t}: element types differ")
+
+    def print_custom(self, p):
+        p.write(f"tir.broadcast {p.value(self.operands[0])} : {self.results[0].type}")
 
 
 class BarrierOp(Operation):

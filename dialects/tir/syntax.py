@@ -5,10 +5,11 @@ from __future__ import annotations
 from lark import Token
 
 from ...ir import types as T
-from .ops import AllocOp, BarrierOp, ForOp, FuncOp, IfOp, IntrinOp, LoadOp, StoreOp
+from .ops import AllocOp, BarrierOp, BroadcastOp, ForOp, FuncOp, IfOp, IntrinOp, LoadOp, StoreOp
 
 GRAMMAR = "tir.lark"
-OP_RULES = ["tir_func", "tir_for", "tir_load", "tir_store", "tir_alloc", "tir_if", "tir_intrin", "tir_barrier"]
+OP_RULES = ["tir_func", "tir_for", "tir_load", "tir_store", "tir_alloc", "tir_if", "tir_intrin", "tir_barrier",
+           "tir_broadcast"]
 
 
 def _symbol(tok):
@@ -93,8 +94,13 @@ class Syntax:
         return self.make_op(StoreOp, [v, self.use(buf)] + self.uses_in(idx), (), None, (), tok)
 
     def tir_alloc(self, c):
-        tok, t = c
-        return self.make_op(AllocOp, (), [t], None, (), tok)
+        tok, t = c[0], c[-1]
+        attrs = next((x for x in c[1:-1] if isinstance(x, dict)), None)
+        return self.make_op(AllocOp, (), [t], dict(attrs) if attrs else None, (), tok)
+
+    def tir_broadcast(self, c):
+        tok, val, t = c
+        return self.make_op(BroadcastOp, [self.use(val)], [t], None, (), tok)
 
     def tir_if_header(self, c):
         self.open_op()

@@ -24,7 +24,16 @@ Conventions:
   functions (``expf``, ``tanhf``, ``rintf`` for round, ...); floordiv,
   floormod and NaN-propagating max/min are small device helpers.
 * Every SSA value becomes a ``const`` local named after its tir name.
-  ``vector<N>`` values are not supported here (use vectorized loops).
+* ``vector<N>`` values (tir-vectorize) are N lanes, one local each.  A
+  vector load or store of f32 (i32) whose start is provably a multiple of
+  4 elements in a buffer whose rows are too (so the address is 16-byte
+  aligned) moves 4 lanes at once as a ``float4`` (``int4``)::
+
+      const float4 a_0 = *reinterpret_cast<const float4*>(&A[((i * 16LL) + j)]);
+      *reinterpret_cast<float4*>(&C[((i * 16LL) + j)]) = make_float4(s_0, s_1, s_2, s_3);
+
+  otherwise lane by lane.  Shared and local buffers accessed so get
+  ``__align__(16)``; global buffers come 256-byte aligned from cudaMalloc.
 """
 
 from __future__ import annotations
@@ -71,6 +80,9 @@ _MATH = {  # tir intrinsic -> (float, double) function
     "tanh": ("tanhf", "tanh"), "erf": ("erff", "erf"), "fabs": ("fabsf", "fabs"), "floor": ("floorf", "floor"),
     "ceil": ("ceilf", "ceil"), "round": ("rintf", "rint"), "trunc": ("truncf", "trunc"), "sin": ("sinf", "sin"),
     "cos": ("cosf", "cos"), "pow": ("powf", "pow"), "fma": ("fmaf", "fma"),
+    "log2": ("log2f", "log2"), "log10": ("log10f", "log10"), "tan": ("tanf", "tan"), "asin": ("asinf", "asin"),
+    "acos": ("acosf", "acos"), "atan": ("atanf", "atan"), "sinh": ("sinhf", "sinh"), "cosh": ("coshf", "cosh"),
+    "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
 }
 _BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "/", "arith.remsi": "%",
            "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>",
@@ -164,6 +176,11 @@ class KernelCodegen:
         self.launch = {}           # tag -> extent (int or arg name)
         self.guarded = {}          # ForOp -> needs a guard
         self.shared_bytes = 0
+        self.lanes_of: dict = {}   # vector Value -> [C expression per lane]
+        self.vector_bufs = {op.operands[0 if op.name == "tir.load" else 1] for op in func_op.walk()
+                            if op.name in ("tir.load", "tir.store")
+                            and isinstance((op.results[0] if op.name == "tir.load" else op.operands[0]).type,
+                                           T.VectorType)}
 
     def error(self, op, msg):
         return DiagnosticError(op.loc, f"'{op.name}' op {msg}")
@@ -182,11 +199,14 @@ class KernelCodegen:
         return name
 
     def ctype(self, op, t):
+        if isinstance(t, T.VectorType):
+            if t.rank != 1:
+                raise self.error(op, f"has type {t}; the CUDA backend takes 1-d vectors only")
+            t = t.element_type
         try:
             ct = c_type(t)
         except TypeError:
-            raise self.error(op, f"has type {t}, which the CUDA backend does not support "
-                                 f"(vectors: use a vectorized loop instead)") from None
+            raise self.error(op, f"has type {t}, which the CUDA backend does not support") from None
         if ct in ("half", "nv_bfloat16"):
             self.uses_half = True
         return ct
@@ -284,6 +304,18 @@ class KernelCodegen:
         t = op.results[0].type
         v = op.attributes["value"]
         self.ctype(op, t)
+        if isinstance(t, T.VectorType):
+            vals = np.asarray(getattr(v, "array", v)).reshape(-1)
+            n = t.shape[0]
+            if vals.size not in (1, n):
+                raise self.error(op, f"has a {t} constant of {vals.size} values")
+            lanes = [self.scalar_literal(vals[k if vals.size > 1 else 0].item(), t.element_type)
+                     for k in range(n)]
+            self.lanes_of[op.results[0]] = lanes
+            return
+        self.names[op.results[0]] = self.scalar_literal(v, t)
+
+    def scalar_literal(self, v, t):
         if t is T.i1:
             lit = "true" if v else "false"
         elif T.is_float(t):
@@ -294,14 +326,23 @@ class KernelCodegen:
                                  else "U" if ct.startswith("unsigned") else "")
             if ct not in ("long long", "int", "unsigned long long", "unsigned int"):
                 lit = f"(({ct}){lit})"
-        self.names[op.results[0]] = lit
+        return lit
 
     def arith(self, op):
-        name = op.name
-        a = [self.n(x) for x in op.operands]
         t = op.results[0].type
         if isinstance(t, T.VectorType) or any(isinstance(x.type, T.VectorType) for x in op.operands):
-            raise self.error(op, "works on vectors, which the CUDA backend does not support")
+            n = self.vector_width(op)
+            lanes = []
+            for k in range(n):
+                a = [self.lane(x, k) for x in op.operands]
+                lanes.append(self.define_lane(op, k, self.arith_expr(op, a, T.element_type(t))))
+            self.lanes_of[op.results[0]] = lanes
+            return
+        self.define(op, self.arith_expr(op, [self.n(x) for x in op.operands], t))
+
+    def arith_expr(self, op, a, t):
+        """The C expression of scalar arith op `op` on operand expressions `a`."""
+        name = op.name
         if name in _BINARY:
             expr = f"({a[0]} {_BINARY[name]} {a[1]})"
         elif name in _CALL2:
@@ -316,7 +357,8 @@ class KernelCodegen:
             pred = op.attributes["predicate"]
             cmp = _CMP[pred[-2:]]
             if pred[0] == "u":
-                ut = _UNSIGNED.get(c_type(op.operands[0].type), c_type(op.operands[0].type))
+                ct0 = c_type(T.element_type(op.operands[0].type))
+                ut = _UNSIGNED.get(ct0, ct0)
                 expr = f"(({ut}){a[0]} {cmp} ({ut}){a[1]})"
             else:
                 expr = f"({a[0]} {cmp} {a[1]})"
@@ -336,14 +378,80 @@ class KernelCodegen:
             expr = f"({a[0]} ? {a[1]} : {a[2]})"
         elif name in ("arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
                       "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci"):
-            src = op.operands[0].type
+            src = T.element_type(op.operands[0].type)
             x = a[0]
             if name in ("arith.uitofp", "arith.extui") and not getattr(src, "unsigned", False) and src is not T.i1:
                 x = f"(({_UNSIGNED.get(c_type(src), c_type(src))}){x})"
             expr = f"(({self.ctype(op, t)}){x})"
         else:
             raise self.error(op, "cannot be compiled to CUDA")
-        self.define(op, expr)
+        return expr
+
+    # vectors ---------------------------------------------------------------------
+
+    def vector_width(self, op):
+        for v in list(op.results) + list(op.operands):
+            if isinstance(v.type, T.VectorType):
+                return v.type.shape[0]
+        raise AssertionError(op.name)
+
+    def lane(self, v, k):
+        lanes = self.lanes_of.get(v)
+        return lanes[k] if lanes is not None else self.n(v)   # a scalar operand: the same in every lane
+
+    def define_lane(self, op, k, expr):
+        r = op.results[0]
+        name = self.fresh(f"{r.name or 'v'}_{k}")
+        self.w.line(f"const {self.ctype(op, r.type)} {name} = {expr};")
+        return name
+
+    def op_tir_broadcast(self, op):
+        self.ctype(op, op.results[0].type)
+        self.lanes_of[op.results[0]] = [self.n(op.operands[0])] * op.results[0].type.shape[0]
+
+    def quad(self, buf, indices, et):
+        """The CUDA 4-vector type when a vector access of `buf` at `indices`
+        starts on a 16-byte boundary, else None."""
+        vt = {"f32": "float4", "i32": "int4"}.get(str(et))
+        if vt is None:
+            return None
+        dims = self.dims[buf]
+        if not (isinstance(dims[-1], int) and dims[-1] % 4 == 0) and len(dims) > 1:
+            return None
+        return vt if _multiple_of(indices[-1], 4) else None
+
+    def vector_load(self, op, buf, idx, vt):
+        n = vt.shape[0]
+        lin = self.index(buf, idx)
+        quad = self.quad(buf, idx, vt.element_type) if n % 4 == 0 else None
+        r = op.results[0]
+        lanes = []
+        if quad:
+            for q in range(n // 4):
+                name = self.fresh(f"{r.name or 'v'}_{q}")
+                off = f" + {4 * q}" if q else ""
+                self.w.line(f"const {quad} {name} = *reinterpret_cast<const {quad}*>(&{self.n(buf)}[{lin}{off}]);")
+                lanes += [f"{name}.{c}" for c in "xyzw"]
+        else:
+            for k in range(n):
+                off = f" + {k}" if k else ""
+                lanes.append(self.define_lane(op, k, f"{self.n(buf)}[{lin}{off}]"))
+        self.lanes_of[r] = lanes
+
+    def vector_store(self, op, val, buf, idx):
+        n = val.type.shape[0]
+        lin = self.index(buf, idx)
+        quad = self.quad(buf, idx, val.type.element_type) if n % 4 == 0 else None
+        lanes = [self.lane(val, k) for k in range(n)]
+        if quad:
+            for q in range(n // 4):
+                off = f" + {4 * q}" if q else ""
+                self.w.line(f"*reinterpret_cast<{quad}*>(&{self.n(buf)}[{lin}{off}]) = "
+                            f"make_{quad}({', '.join(lanes[4 * q:4 * q + 4])});")
+        else:
+            for k in range(n):
+                off = f" + {k}" if k else ""
+                self.w.line(f"{self.n(buf)}[{lin}{off}] = {lanes[k]};")
 
     # memory ------------------------------------------------------------------------
 
@@ -358,11 +466,15 @@ class KernelCodegen:
     def op_tir_load(self, op):
         buf, *idx = op.operands
         self.ctype(op, op.results[0].type)
+        if isinstance(op.results[0].type, T.VectorType):
+            return self.vector_load(op, buf, idx, op.results[0].type)
         self.define(op, f"{self.n(buf)}[{self.index(buf, idx)}]")
 
     def op_tir_store(self, op):
         val, buf, *idx = op.operands
         self.ctype(op, val.type)
+        if isinstance(val.type, T.VectorType):
+            return self.vector_store(op, val, buf, idx)
         self.w.line(f"{self.n(buf)}[{self.index(buf, idx)}] = {self.n(val)};")
 
     def op_tir_alloc(self, op):
@@ -371,11 +483,12 @@ class KernelCodegen:
         ct = self.ctype(op, t.element_type)
         name = self.fresh(r.name, "buf")
         n = t.num_elements()
+        align = "__align__(16) " if r in self.vector_bufs else ""
         if t.scope == "shared":
-            self.w.line(f"__shared__ {ct} {name}[{n}];")
+            self.w.line(f"__shared__ {align}{ct} {name}[{n}];")
             self.shared_bytes += n * (8 if t.element_type is T.index else max(t.element_type.bitwidth // 8, 1))
         else:
-            self.w.line(f"{ct} {name}[{n}];")
+            self.w.line(f"{align}{ct} {name}[{n}];")
         self.names[r] = name
         self.dims[r] = list(t.shape)
 
@@ -421,10 +534,17 @@ class KernelCodegen:
         self.w.line("__syncthreads();")
 
     def op_tir_intrin(self, op):
-        name = op.attributes["intrin"]
         t = op.results[0].type
-        ct = self.ctype(op, t)
-        args = [self.n(x) for x in op.operands]
+        if isinstance(t, T.VectorType):
+            self.lanes_of[op.results[0]] = [
+                self.define_lane(op, k, self.intrin_expr(op, [self.lane(x, k) for x in op.operands]))
+                for k in range(t.shape[0])]
+            return
+        self.define(op, self.intrin_expr(op, [self.n(x) for x in op.operands]))
+
+    def intrin_expr(self, op, args):
+        name = op.attributes["intrin"]
+        ct = self.ctype(op, op.results[0].type)
         low = ct in ("half", "nv_bfloat16")
         if low:   # half precision computes in float
             conv = "__half2float" if ct == "half" else "__bfloat162float"
@@ -437,7 +557,22 @@ class KernelCodegen:
             expr = f"{_MATH[name][1 if dbl else 0]}({', '.join(args)})"
         if low:
             expr = f"{'__float2half' if ct == 'half' else '__float2bfloat16'}({expr})"
-        self.define(op, expr)
+        return expr
+
+
+def _multiple_of(v, m, depth=0):
+    """Is the index value `v` provably a multiple of `m`?  (Constants,
+    products with a multiple, sums and differences of multiples.)"""
+    d = v.defining_op()
+    if d is None or depth > 32:
+        return False
+    if d.name == "arith.constant":
+        return d.attributes["value"] % m == 0
+    if d.name == "arith.muli":
+        return any(_multiple_of(x, m, depth + 1) for x in d.operands)
+    if d.name in ("arith.addi", "arith.subi"):
+        return all(_multiple_of(x, m, depth + 1) for x in d.operands)
+    return False
 
 
 def _c_ident(name):
@@ -445,18 +580,48 @@ def _c_ident(name):
     return s if s and not s[0].isdigit() else "k_" + s
 
 
+def prepare(module_op):
+    """A copy of the module ready for CUDA codegen: host and device split
+    (tir-split-host-device) and block barriers in (tir-thread-sync), the
+    passes TVM's build runs before its CUDA codegen.  Both leave alone what
+    was already split or synchronised."""
+    from ...dialects.tir.passes.split_host_device import split_function
+    from ...dialects.tir.passes.thread_sync import sync_function
+    from ..llvm.codegen import tir_funcs
+    m = module_op.clone()
+    if m.name == "tir.func":
+        return m
+    for f in tir_funcs(m):
+        split_function(f)
+    for f in tir_funcs(m):
+        sync_function(f)
+    return m
+
+
+def is_host(func_op):
+    """A host function: it launches kernels (tir.launch) instead of being one."""
+    return any(op.name == "tir.launch" for op in func_op.walk(include_self=False))
+
+
 def generate(module_op, target=None):
-    """(CUDA source, [KernelInfo]) for every tir.func in `module_op`."""
+    """(CUDA source, [KernelInfo]) for every device kernel of `module_op`
+    (every tir.func, after :func:`prepare`; host functions, which only
+    launch kernels, are listed in a comment and run by the launcher)."""
     from ..llvm.codegen import tir_funcs
     arch = getattr(target, "arch", None) or "sm_90"
     kernels, bodies, half = [], [], False
-    for f in tir_funcs(module_op):
+    hosts = []
+    for f in tir_funcs(prepare(module_op)):
+        if is_host(f):
+            seq = [op.callee for op in f.walk(include_self=False) if op.name == "tir.launch"]
+            hosts.append(f"// host @{f.sym_name}: launches {', '.join('@' + c for c in seq)}")
+            continue
         kc = KernelCodegen(f, arch)
         kernels.append(kc.emit())
         bodies.append("\n".join(kc.w.lines))
         half |= kc.uses_half
     head = [f"// Generated by tvmd for CUDA {arch}.", "// tvm-translate --emit=cuda; compile with: "
-            f"nvcc -arch={arch} -cubin kernels.cu"]
+            f"nvcc -arch={arch} -cubin kernels.cu"] + hosts
     if half:
         head += ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>"]
     return "\n".join(head) + "\n\n" + PRELUDE + "\n" + "\n\n".join(bodies) + "\n", kernels

@@ -15,8 +15,9 @@ Lowering, op by op:
   on the others, for which LLVM would only print warnings;
   a thread-bound loop runs serially (a barrier in it is an error: it needs
   the CUDA target).  ``parallel`` → the body is outlined into a worker
-  function and run through ``__tvmd_parallel_for`` on all cores (see
-  :mod:`.parallel`); a parallel loop inside another runs serially.
+  function and run through ``__tvmd_parallel_for`` on all cores (declared
+  here, defined by the thread-pool runtime of :mod:`.parallel`); a parallel
+  loop inside another runs serially.
 * ``tir.load`` / ``tir.store`` → ``getelementptr inbounds`` on the
   row-major linearised index (``nsw`` index arithmetic) and a load/store
   aligned to the element; ``vector<N>`` accesses load/store ``<N x T>``.
@@ -24,7 +25,8 @@ Lowering, op by op:
   to 64 KiB, else ``aligned_alloc`` where it stands and ``free`` at the end of
   its block.  In an outlined worker the alloca is per thread.
 * ``tir.if`` → branches; ``tir.intrin`` → :mod:`.intrinsics`;
-  ``tir.barrier`` outside thread loops → nothing.
+  ``tir.barrier`` outside thread loops → nothing; ``tir.broadcast`` → a
+  splat (insertelement + zero shufflevector).
 * arith: integer ops (``nsw`` on index add/sub/mul), ``floordivsi`` /
   ``floormodsi`` rounding toward minus infinity (``sdiv``/``srem`` and a fix-up
   when the remainder's sign differs from the divisor's), ``llvm.smax``/``smin``,
@@ -49,7 +51,7 @@ BUFFER_ALIGN = 64
 MAX_VECTORIZE_WIDTH = 16
 # C functions the generated code may call; a kernel must not take their names
 RESERVED_NAMES = frozenset({"free", "aligned_alloc", "getenv", "strtol", "sysconf", "pthread_create",
-                            "pthread_join", "erf", "erff"})
+                            "pthread_join", "pthread_detach", "getpid", "syscall", "erf", "erff"})
 
 
 def llvm_type(t):
@@ -491,6 +493,14 @@ class FuncCodegen:
 
     def op_tir_barrier(self, op):
         pass   # no GPU threads on a CPU: nothing to wait for
+
+    def op_tir_broadcast(self, op):
+        # insertelement into lane 0, then a zero shuffle mask: LLVM's splat idiom
+        vt = llvm_type(op.results[0].type)
+        undef = ir.Constant(vt, ir.Undefined)
+        one = self.b.insert_element(undef, self.v(op.operands[0]), ir.Constant(I32, 0))
+        mask = ir.Constant(ir.VectorType(I32, vt.count), [ir.Constant(I32, 0)] * vt.count)
+        self.values[op.results[0]] = self.b.shuffle_vector(one, undef, mask)
 
 
 def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd"):

@@ -19,9 +19,12 @@ LLVM_INTRINSIC = {
     "exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "fabs": "llvm.fabs",
     "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.roundeven", "trunc": "llvm.trunc",
     "sin": "llvm.sin", "cos": "llvm.cos", "pow": "llvm.pow", "fma": "llvm.fma", "tanh": "llvm.tanh",
+    "log2": "llvm.log2", "log10": "llvm.log10",
 }
 # tir intrinsic -> libm name for (float, double)
-LIBM = {"erf": ("erff", "erf")}
+LIBM = {"erf": ("erff", "erf"), "tan": ("tanf", "tan"), "asin": ("asinf", "asin"), "acos": ("acosf", "acos"),
+        "atan": ("atanf", "atan"), "sinh": ("sinhf", "sinh"), "cosh": ("coshf", "cosh"),
+        "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh")}
 
 
 def mangle(t) -> str:

@@ -23,6 +23,7 @@ import ctypes
 
 from .. import abi
 from ..spec import as_target
+from . import parallel
 from .codegen import generate, tir_funcs
 from .target import init_llvm
 
@@ -70,6 +71,11 @@ def lower(module_op, target=None, opt_level: int = 3, manifest: bool = False, ji
         llmod.verify()
     except RuntimeError as e:
         raise CompileError(f"generated LLVM IR does not verify: {e}\n{text}") from None
+    if parallel.needs_runtime(llmod):
+        if jit:
+            parallel.process_runtime(tm)     # one shared pool, resolved by symbol
+        else:
+            parallel.link_runtime(llmod, tm.triple)   # self-contained object / text
     optimize(llmod, tm, opt_level)
     return llmod, sigs, tm
 
@@ -150,6 +156,9 @@ def compile(module_op, target=None, opt_level: int = 3) -> CompiledModule:
     return CompiledModule(ee, sigs, llmod, t)
 
 
+_pinned = []
+
+
 def load_object(obj, target=None) -> CompiledModule:
     """Load an object file from :func:`emit_object` (bytes or a path) into a
     fresh JIT, without recompiling; its manifest gives the signatures."""
@@ -161,6 +170,9 @@ def load_object(obj, target=None) -> CompiledModule:
     ee = _engine(llvm.parse_assembly(""), t, 3)
     ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
     ee.finalize_object()
+    # The object carries its own thread pool, whose idle threads live on in
+    # its code: the engine must never be freed.
+    _pinned.append(ee)
     addr = ee.get_global_value_address("__tvmd_manifest")
     if not addr:
         raise ValueError("the object file has no __tvmd_manifest: it was not made by tvmd")

@@ -1,4 +1,4 @@
-"""The parallel-loop runtime, emitted as LLVM IR into each module that needs it.
+"""The parallel-loop runtime: a persistent thread pool, written in LLVM IR.
 
 A ``tir.for ... parallel`` loop is outlined by the codegen into a worker
 
@@ -9,174 +9,374 @@ outer induction variables, scalars, dynamic dimensions), and replaced by
 
     call void @__tvmd_parallel_for(ptr @worker, ptr %closure, i64 begin, i64 end)
 
-``__tvmd_parallel_for`` splits [begin, end) into one contiguous chunk per
-thread, starts ``nthreads - 1`` POSIX threads (``pthread_create``), runs the
-first chunk on the calling thread, and joins the others.  If a thread cannot
-be created its chunk runs on the caller, so the result never depends on it.
-The thread count is read at every call: ``TVMD_NUM_THREADS`` when set to a
-positive number (``1`` runs everything serially on the caller), otherwise
-the number of online CPUs (``sysconf(_SC_NPROCESSORS_ONLN)``, cached).
+Kernel modules only *declare* ``__tvmd_parallel_for``; :func:`link_runtime`
+supplies the definition (:data:`RUNTIME_IR`):
 
-The runtime only calls libc (pthread_create, pthread_join, getenv, strtol,
-sysconf), which MCJIT resolves in the running process, and an object file
-links against on any glibc Linux.  Chunks are static and equal: kernels are
-loop nests with uniform iterations, for which this balances as well as a
-work queue, without the queue.  Creating threads costs some tens of
-microseconds per call; a persistent pool would save that for tiny kernels.
+* JIT (``jit.compile``): the runtime is compiled once per process into its
+  own engine, which is never freed, and registered with ``llvm.add_symbol``;
+  every kernel module then shares one pool.  (A pool per module would leave
+  its sleeping threads inside code that is freed with the module.)
+* objects, assembly, LLVM text: the runtime is linked into the module with
+  internal linkage, so an object file is self-contained (it calls only libc:
+  pthread_create, pthread_detach, getpid, getenv, strtol, sysconf,
+  syscall) and links on any glibc Linux.
+
+The algorithm.  ``__tvmd_parallel_for`` splits [begin, end) into ``nt``
+equal contiguous chunks, ``nt = min(threads, end - begin)``.  The calling
+thread takes the pool with a compare-and-swap on ``busy``; if another call
+holds it (a second Python thread, or a nested parallel call) it runs the
+whole range serially itself, so callers never wait on each other and the
+result never depends on the pool.  Holding it, it starts any missing workers
+(created once, detached, living for the process), then for each worker
+``t`` in 1..nt-1 writes the chunk into that worker's own 64-byte slot and
+bumps the slot's generation counter; it runs chunk 0 itself, then waits for
+the shared ``pending`` counter to reach zero.  A worker spins on its slot's
+generation (``pause``), and after ``SPIN`` polls sleeps on it with a futex;
+the signaller calls futex-wake only when the slot's ``sleeping`` flag is
+set (both sides use sequentially consistent accesses, so either the worker
+sees the new generation before sleeping or the signaller sees the flag).
+The caller waits on ``pending`` the same way.  Per-worker slots mean a
+worker only ever reads a job that was addressed to it.
+
+The thread count is read at every call: ``TVMD_NUM_THREADS`` when set to a
+positive number (``1`` runs serially on the caller, no thread is created),
+otherwise the number of online CPUs (``sysconf``, cached); at most
+``MAX_WORKERS + 1``.  If a thread cannot be created, fewer chunks are used.
+After ``fork`` the child has none of the parent's workers: the pool records
+the pid that started its workers and, in another process, starts afresh
+(``pthread_atfork`` would be neater, but glibc does not export it to a JIT).
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
 
-from .irutil import I8, I32, I64, PTR, VOID, TypedCallee, alloca, c64 as _c64, cstring, declare
+from .irutil import I64, PTR, VOID, declare
+
 WORKER_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
-TASK = ir.LiteralStructType([PTR, PTR, I64, I64])   # fn, closure, lo, hi
+PARALLEL_FOR = "__tvmd_parallel_for"
+MAX_WORKERS = 255
+SPIN = 4096            # polls (with pause) before a waiting thread sleeps
 
 _SC_NPROCESSORS_ONLN = 84   # glibc's value (Linux)
-PARALLEL_FOR = "__tvmd_parallel_for"
-
-
-def _num_threads(module):
-    name = "__tvmd_num_threads"
-    f = module.globals.get(name)
-    if f is not None:
-        return f
-    f = ir.Function(module, ir.FunctionType(I64, []), name)
-    f.linkage = "internal"
-    getenv = declare(module, "getenv", PTR, [PTR])
-    strtol = declare(module, "strtol", I64, [PTR, PTR, I32])
-    sysconf = declare(module, "sysconf", I64, [I32])
-    envname = cstring(module, "__tvmd_env_num_threads", "TVMD_NUM_THREADS")
-    cache = ir.GlobalVariable(module, I64, "__tvmd_ncpu_cache")
-    cache.linkage = "internal"
-    cache.initializer = _c64(0)
-
-    entry, parse, ret_n, default, ret_c, query = (f.append_basic_block(n) for n in
-                                                   ("entry", "parse", "ret_n", "default", "ret_c", "query"))
-    b = ir.IRBuilder(entry)
-    s = b.call(getenv, [envname])
-    b.cbranch(b.icmp_unsigned("==", s, ir.Constant(PTR, None)), default, parse)
-    b.position_at_end(parse)
-    n = b.call(strtol, [s, ir.Constant(PTR, None), ir.Constant(I32, 10)])
-    b.cbranch(b.icmp_signed(">", n, _c64(0)), ret_n, default)
-    b.position_at_end(ret_n)
-    b.ret(n)
-    b.position_at_end(default)
-    c = b.load_atomic(cache, "monotonic", 8, typ=I64)
-    b.cbranch(b.icmp_signed(">", c, _c64(0)), ret_c, query)
-    b.position_at_end(ret_c)
-    b.ret(c)
-    b.position_at_end(query)
-    q = b.call(sysconf, [ir.Constant(I32, _SC_NPROCESSORS_ONLN)])
-    q = b.select(b.icmp_signed(">", q, _c64(0)), q, _c64(1))
-    b.store_atomic(q, cache, "monotonic", 8)
-    b.ret(q)
-    return f
-
-
-def _thread_entry(module):
-    name = "__tvmd_thread_entry"
-    f = module.globals.get(name)
-    if f is not None:
-        return f
-    f = ir.Function(module, ir.FunctionType(PTR, [PTR]), name)
-    f.linkage = "internal"
-    b = ir.IRBuilder(f.append_basic_block("entry"))
-    task = f.args[0]
-    task.name = "task"
-    fields = [b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=TASK), typ=t)
-              for k, t in enumerate((PTR, PTR, I64, I64))]
-    b.call(TypedCallee(fields[0], WORKER_TYPE), fields[1:])
-    b.ret(ir.Constant(PTR, None))
-    return f
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "riscv64": 98, "powerpc64": 221, "powerpc64le": 221}
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
 
 
 def parallel_for(module):
     """``void __tvmd_parallel_for(ptr fn, ptr closure, i64 begin, i64 end)``,
-    emitted into `module` on first use (internal linkage)."""
-    f = module.globals.get(PARALLEL_FOR)
-    if f is not None:
-        return f
-    nthreads = _num_threads(module)
-    entry_fn = _thread_entry(module)
-    pcreate = declare(module, "pthread_create", I32, [PTR, PTR, PTR, PTR])
-    pjoin = declare(module, "pthread_join", I32, [I64, PTR])
+    declared in the kernel module on first use."""
+    return declare(module, PARALLEL_FOR, VOID, [PTR, PTR, I64, I64])
 
-    f = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64, I64]), PARALLEL_FOR)
-    f.linkage = "internal"
-    fn, closure, begin, end = f.args
-    for a, n in zip(f.args, ("fn", "closure", "begin", "end")):
-        a.name = n
-    blocks = {n: f.append_basic_block(n) for n in (
-        "entry", "serial", "split", "spawn", "spawn.body", "spawn.inline", "spawn.next",
-        "run0", "join", "join.body", "join.do", "join.next", "done")}
-    b = ir.IRBuilder(blocks["entry"])
-    worker = TypedCallee(fn, WORKER_TYPE)
-    n = b.sub(end, begin)
-    nt = b.call(nthreads, [])
-    nt = b.select(b.icmp_signed("<", n, nt), n, nt)
-    b.cbranch(b.icmp_signed("<=", nt, _c64(1)), blocks["serial"], blocks["split"])
 
-    b.position_at_end(blocks["serial"])
-    with b.if_then(b.icmp_signed(">", n, _c64(0))):
-        b.call(worker, [closure, begin, end])
-    b.ret_void()
+def runtime_ir(triple: str) -> str:
+    """The runtime's LLVM IR text for `triple`."""
+    arch = triple.split("-")[0]
+    futex = _SYS_FUTEX.get(arch)
+    if futex is None:
+        # no futex number known: never sleep, spin (correct, only wasteful)
+        wait_body = "  ret void"
+        wake_body = "  ret void"
+    else:
+        wait_body = (f"  %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %addr, i64 {_FUTEX_WAIT_PRIVATE}, "
+                     f"i64 %v, ptr null)\n  ret void")
+        wake_body = (f"  %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %addr, i64 {_FUTEX_WAKE_PRIVATE}, "
+                     f"i64 2147483647)\n  ret void")
+    x86 = arch in ("x86_64", "i686", "i386")
+    pause = "  call void @llvm.x86.sse2.pause()\n" if x86 else ""
+    pause_decl = "declare void @llvm.x86.sse2.pause()\n" if x86 else ""
+    return _RUNTIME.format(MAXW=MAX_WORKERS, SPIN=SPIN, SC=_SC_NPROCESSORS_ONLN, PAUSE=pause,
+                           PAUSE_DECL=pause_decl, WAIT_BODY=wait_body, WAKE_BODY=wake_body)
 
-    # chunk = ceil(n / nt); recount threads so that no chunk is empty
-    b.position_at_end(blocks["split"])
-    chunk = b.sdiv(b.add(n, b.sub(nt, _c64(1))), nt)
-    nt = b.sdiv(b.add(n, b.sub(chunk, _c64(1))), chunk)
-    tasks = alloca(b, TASK, size=nt)
-    tids = alloca(b, I64, size=nt)
-    started = alloca(b, I8, size=nt)
-    b.branch(blocks["spawn"])
 
-    # for t in 1 .. nt-1: start a thread on chunk t
-    b.position_at_end(blocks["spawn"])
-    t = b.phi(I64)
-    t.add_incoming(_c64(1), blocks["split"])
-    b.cbranch(b.icmp_signed("<", t, nt), blocks["spawn.body"], blocks["run0"])
-    b.position_at_end(blocks["spawn.body"])
-    lo = b.add(begin, b.mul(t, chunk))
-    hi = b.add(lo, chunk)
-    hi = b.select(b.icmp_signed("<", hi, end), hi, end)
-    task = b.gep(tasks, [t], source_etype=TASK)
-    for k, v in enumerate((fn, closure, lo, hi)):
-        b.store(v, b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=TASK))
-    rc = b.call(pcreate, [b.gep(tids, [t], source_etype=I64), ir.Constant(PTR, None), entry_fn, task])
-    ok = b.icmp_signed("==", rc, ir.Constant(I32, 0))
-    b.store(b.zext(ok, I8), b.gep(started, [t], source_etype=I8))
-    b.cbranch(ok, blocks["spawn.next"], blocks["spawn.inline"])
-    b.position_at_end(blocks["spawn.inline"])   # no thread: run the chunk here
-    b.call(worker, [closure, lo, hi])
-    b.branch(blocks["spawn.next"])
-    b.position_at_end(blocks["spawn.next"])
-    t.add_incoming(b.add(t, _c64(1)), blocks["spawn.next"])
-    b.branch(blocks["spawn"])
+# One slot per worker, a cache line each: gen (futex word), sleeping, fn,
+# closure, lo, hi.  Functions are external here so that the kernel's
+# declaration links to them; link_runtime makes them internal in objects.
+_RUNTIME = r"""
+%slot = type {{ i32, i32, ptr, ptr, i64, i64, [24 x i8] }}
 
-    b.position_at_end(blocks["run0"])
-    hi0 = b.add(begin, chunk)
-    b.call(worker, [closure, begin, hi0])
-    b.branch(blocks["join"])
+@__tvmd_pool_slots = internal global [{MAXW} x %slot] zeroinitializer, align 64
+@__tvmd_pool_size = internal global i64 0, align 64
+@__tvmd_pool_busy = internal global i32 0, align 64
+@__tvmd_pool_pending = internal global i32 0, align 64
+@__tvmd_pool_waiting = internal global i32 0, align 64
+@__tvmd_pool_pid = internal global i32 0
+@__tvmd_ncpu_cache = internal global i64 0
+@__tvmd_env_num_threads = private unnamed_addr constant [17 x i8] c"TVMD_NUM_THREADS\00"
 
-    b.position_at_end(blocks["join"])
-    j = b.phi(I64)
-    j.add_incoming(_c64(1), blocks["run0"])
-    b.cbranch(b.icmp_signed("<", j, nt), blocks["join.body"], blocks["done"])
-    b.position_at_end(blocks["join.body"])
-    was = b.load(b.gep(started, [j], source_etype=I8), typ=I8)
-    b.cbranch(b.icmp_unsigned("!=", was, ir.Constant(I8, 0)), blocks["join.do"], blocks["join.next"])
-    b.position_at_end(blocks["join.do"])
-    b.call(pjoin, [b.load(b.gep(tids, [j], source_etype=I64), typ=I64), ir.Constant(PTR, None)])
-    b.branch(blocks["join.next"])
-    b.position_at_end(blocks["join.next"])
-    j.add_incoming(b.add(j, _c64(1)), blocks["join.next"])
-    b.branch(blocks["join"])
+declare ptr @getenv(ptr)
+declare i64 @strtol(ptr, ptr, i32)
+declare i64 @sysconf(i32)
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_detach(i64)
+declare i32 @getpid()
+declare i64 @syscall(i64, ...)
+{PAUSE_DECL}
+; TVMD_NUM_THREADS if a positive number, else the online CPUs (cached)
+define i64 @__tvmd_num_threads() {{
+entry:
+  %s = call ptr @getenv(ptr @__tvmd_env_num_threads)
+  %unset = icmp eq ptr %s, null
+  br i1 %unset, label %default, label %parse
+parse:
+  %n = call i64 @strtol(ptr %s, ptr null, i32 10)
+  %pos = icmp sgt i64 %n, 0
+  br i1 %pos, label %ret_n, label %default
+ret_n:
+  ret i64 %n
+default:
+  %c = load atomic i64, ptr @__tvmd_ncpu_cache monotonic, align 8
+  %known = icmp sgt i64 %c, 0
+  br i1 %known, label %ret_c, label %query
+ret_c:
+  ret i64 %c
+query:
+  %q = call i64 @sysconf(i32 {SC})
+  %qpos = icmp sgt i64 %q, 0
+  %q1 = select i1 %qpos, i64 %q, i64 1
+  store atomic i64 %q1, ptr @__tvmd_ncpu_cache monotonic, align 8
+  ret i64 %q1
+}}
 
-    b.position_at_end(blocks["done"])
-    b.ret_void()
-    return f
+define internal void @__tvmd_futex_wait(ptr %addr, i32 %val) {{
+entry:
+  %v = zext i32 %val to i64
+{WAIT_BODY}
+}}
+
+define internal void @__tvmd_futex_wake(ptr %addr) {{
+entry:
+{WAKE_BODY}
+}}
+
+; a worker: wait for its slot's generation to change, run the chunk, count down
+define internal ptr @__tvmd_pool_worker(ptr %slot) {{
+entry:
+  %genp = getelementptr %slot, ptr %slot, i32 0, i32 0
+  %sleepp = getelementptr %slot, ptr %slot, i32 0, i32 1
+  %fnp = getelementptr %slot, ptr %slot, i32 0, i32 2
+  %clp = getelementptr %slot, ptr %slot, i32 0, i32 3
+  %lop = getelementptr %slot, ptr %slot, i32 0, i32 4
+  %hip = getelementptr %slot, ptr %slot, i32 0, i32 5
+  %g0 = load atomic i32, ptr %genp acquire, align 4
+  br label %wait
+wait:
+  %my = phi i32 [ %g0, %entry ], [ %g, %next ]
+  br label %spin
+spin:
+  %k = phi i32 [ 0, %wait ], [ %k1, %spin.next ], [ 0, %woke ]
+  %gs = load atomic i32, ptr %genp acquire, align 4
+  %new = icmp ne i32 %gs, %my
+  br i1 %new, label %run, label %spin.next
+spin.next:
+{PAUSE}  %k1 = add i32 %k, 1
+  %more = icmp ult i32 %k1, {SPIN}
+  br i1 %more, label %spin, label %sleep
+sleep:
+  store atomic i32 1, ptr %sleepp seq_cst, align 4
+  %gq = load atomic i32, ptr %genp seq_cst, align 4
+  %same = icmp eq i32 %gq, %my
+  br i1 %same, label %dowait, label %woke
+dowait:
+  call void @__tvmd_futex_wait(ptr %genp, i32 %my)
+  br label %woke
+woke:
+  store atomic i32 0, ptr %sleepp seq_cst, align 4
+  br label %spin
+run:
+  %g = phi i32 [ %gs, %spin ]
+  %fn = load ptr, ptr %fnp, align 8
+  %cl = load ptr, ptr %clp, align 8
+  %lo = load i64, ptr %lop, align 8
+  %hi = load i64, ptr %hip, align 8
+  call void %fn(ptr %cl, i64 %lo, i64 %hi)
+  %left = atomicrmw sub ptr @__tvmd_pool_pending, i32 1 seq_cst
+  %last = icmp eq i32 %left, 1
+  br i1 %last, label %notify, label %next
+notify:
+  %w = load atomic i32, ptr @__tvmd_pool_waiting seq_cst, align 4
+  %asleep = icmp ne i32 %w, 0
+  br i1 %asleep, label %wake, label %next
+wake:
+  call void @__tvmd_futex_wake(ptr @__tvmd_pool_pending)
+  br label %next
+next:
+  br label %wait
+}}
+
+define void @__tvmd_parallel_for(ptr %fn, ptr %closure, i64 %begin, i64 %end) {{
+entry:
+  %tid = alloca i64, align 8
+  %n = sub i64 %end, %begin
+  %want = call i64 @__tvmd_num_threads()
+  %nlt = icmp slt i64 %n, %want
+  %nt0 = select i1 %nlt, i64 %n, i64 %want
+  %multi = icmp sgt i64 %nt0, 1
+  br i1 %multi, label %lock, label %serial
+serial:
+  %any = icmp sgt i64 %n, 0
+  br i1 %any, label %serial.run, label %return
+serial.run:
+  call void %fn(ptr %closure, i64 %begin, i64 %end)
+  br label %return
+return:
+  ret void
+lock:
+  %cx = cmpxchg ptr @__tvmd_pool_busy, i32 0, i32 1 seq_cst monotonic
+  %locked = extractvalue {{ i32, i1 }} %cx, 1
+  br i1 %locked, label %hook, label %serial
+hook:
+  ; after fork the child has none of the parent's workers
+  %pid = call i32 @getpid()
+  %owner = load i32, ptr @__tvmd_pool_pid, align 4
+  %forked = icmp ne i32 %pid, %owner
+  br i1 %forked, label %hook.reset, label %grow
+hook.reset:
+  store i32 %pid, ptr @__tvmd_pool_pid, align 4
+  store i64 0, ptr @__tvmd_pool_size, align 8
+  br label %grow
+grow:
+  %need0 = sub i64 %nt0, 1
+  %big = icmp sgt i64 %need0, {MAXW}
+  %need = select i1 %big, i64 {MAXW}, i64 %need0
+  %have0 = load i64, ptr @__tvmd_pool_size, align 8
+  br label %grow.loop
+grow.loop:
+  %have = phi i64 [ %have0, %grow ], [ %have1, %grow.ok ]
+  %short = icmp slt i64 %have, %need
+  br i1 %short, label %grow.make, label %split
+grow.make:
+  %newslot = getelementptr [{MAXW} x %slot], ptr @__tvmd_pool_slots, i64 0, i64 %have
+  %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @__tvmd_pool_worker, ptr %newslot)
+  %made = icmp eq i32 %rc, 0
+  br i1 %made, label %grow.ok, label %split
+grow.ok:
+  %t_id = load i64, ptr %tid, align 8
+  %drc = call i32 @pthread_detach(i64 %t_id)
+  %have1 = add i64 %have, 1
+  store i64 %have1, ptr @__tvmd_pool_size, align 8
+  br label %grow.loop
+split:
+  %workers = phi i64 [ %have, %grow.loop ], [ %have, %grow.make ]
+  %cap = add i64 %workers, 1
+  %clt = icmp slt i64 %nt0, %cap
+  %nt1 = select i1 %clt, i64 %nt0, i64 %cap
+  ; chunk = ceil(n / nt1); recount so that no chunk is empty
+  %a1 = add i64 %n, %nt1
+  %a2 = sub i64 %a1, 1
+  %chunk = sdiv i64 %a2, %nt1
+  %b1 = add i64 %n, %chunk
+  %b2 = sub i64 %b1, 1
+  %nt = sdiv i64 %b2, %chunk
+  %nw = sub i64 %nt, 1
+  %nw32 = trunc i64 %nw to i32
+  store atomic i32 %nw32, ptr @__tvmd_pool_pending seq_cst, align 4
+  br label %sig
+sig:
+  %t = phi i64 [ 1, %split ], [ %t1, %sig.next ]
+  %tmore = icmp slt i64 %t, %nt
+  br i1 %tmore, label %sig.body, label %run0
+sig.body:
+  %off = mul i64 %t, %chunk
+  %lo = add i64 %begin, %off
+  %hi0 = add i64 %lo, %chunk
+  %hlt = icmp slt i64 %hi0, %end
+  %hi = select i1 %hlt, i64 %hi0, i64 %end
+  %w = sub i64 %t, 1
+  %sp = getelementptr [{MAXW} x %slot], ptr @__tvmd_pool_slots, i64 0, i64 %w
+  %sfn = getelementptr %slot, ptr %sp, i32 0, i32 2
+  store ptr %fn, ptr %sfn, align 8
+  %scl = getelementptr %slot, ptr %sp, i32 0, i32 3
+  store ptr %closure, ptr %scl, align 8
+  %slo = getelementptr %slot, ptr %sp, i32 0, i32 4
+  store i64 %lo, ptr %slo, align 8
+  %shi = getelementptr %slot, ptr %sp, i32 0, i32 5
+  store i64 %hi, ptr %shi, align 8
+  %sgen = getelementptr %slot, ptr %sp, i32 0, i32 0
+  %gold = load atomic i32, ptr %sgen monotonic, align 4
+  %gnew = add i32 %gold, 1
+  store atomic i32 %gnew, ptr %sgen seq_cst, align 4
+  %ssl = getelementptr %slot, ptr %sp, i32 0, i32 1
+  %slept = load atomic i32, ptr %ssl seq_cst, align 4
+  %isasleep = icmp ne i32 %slept, 0
+  br i1 %isasleep, label %sig.wake, label %sig.next
+sig.wake:
+  call void @__tvmd_futex_wake(ptr %sgen)
+  br label %sig.next
+sig.next:
+  %t1 = add i64 %t, 1
+  br label %sig
+run0:
+  %hi00 = add i64 %begin, %chunk
+  call void %fn(ptr %closure, i64 %begin, i64 %hi00)
+  br label %join
+join:
+  %j = phi i32 [ 0, %run0 ], [ %j1, %join.next ], [ 0, %join.woke ]
+  %p = load atomic i32, ptr @__tvmd_pool_pending acquire, align 4
+  %finished = icmp eq i32 %p, 0
+  br i1 %finished, label %done, label %join.next
+join.next:
+{PAUSE}  %j1 = add i32 %j, 1
+  %jmore = icmp ult i32 %j1, {SPIN}
+  br i1 %jmore, label %join, label %join.sleep
+join.sleep:
+  store atomic i32 1, ptr @__tvmd_pool_waiting seq_cst, align 4
+  %p2 = load atomic i32, ptr @__tvmd_pool_pending seq_cst, align 4
+  %fin2 = icmp eq i32 %p2, 0
+  br i1 %fin2, label %join.woke, label %join.wait
+join.wait:
+  call void @__tvmd_futex_wait(ptr @__tvmd_pool_pending, i32 %p2)
+  br label %join.woke
+join.woke:
+  store atomic i32 0, ptr @__tvmd_pool_waiting seq_cst, align 4
+  br label %join
+done:
+  store atomic i32 0, ptr @__tvmd_pool_busy release, align 4
+  ret void
+}}
+"""
+
+_RUNTIME_FUNCS = ("__tvmd_parallel_for", "__tvmd_num_threads")
+_process_runtime = None   # (engine, {name: address}): the JIT's shared pool, never freed
+
+
+def needs_runtime(llmod) -> bool:
+    """Whether a binding module calls the runtime (declares it, undefined)."""
+    try:
+        f = llmod.get_function(PARALLEL_FOR)
+    except NameError:
+        return False
+    return f.is_declaration
+
+
+def link_runtime(llmod, triple: str):
+    """Link the runtime into `llmod` (a binding ModuleRef), internal linkage."""
+    import llvmlite.binding as llvm
+    rt = llvm.parse_assembly(runtime_ir(triple))
+    rt.triple = llmod.triple
+    rt.data_layout = llmod.data_layout
+    llmod.link_in(rt)
+    for name in _RUNTIME_FUNCS:
+        llmod.get_function(name).linkage = "internal"
+
+
+def process_runtime(target_machine):
+    """Compile the runtime once per process and register its symbols with
+    the JIT (``llvm.add_symbol``), so that every JIT'd kernel shares it."""
+    global _process_runtime
+    if _process_runtime is None:
+        import llvmlite.binding as llvm
+        rt = llvm.parse_assembly(runtime_ir(target_machine.triple))
+        rt.triple = target_machine.triple
+        rt.data_layout = str(target_machine.target_data)
+        rt.verify()
+        ee = llvm.create_mcjit_compiler(rt, target_machine)
+        ee.finalize_object()
+        addrs = {n: ee.get_function_address(n) for n in _RUNTIME_FUNCS}
+        for n, a in addrs.items():
+            llvm.add_symbol(n, a)
+        _process_runtime = (ee, addrs)
+    return _process_runtime[1]
 
 
 def free_values(loop_op):

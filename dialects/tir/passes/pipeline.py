@@ -1,0 +1,81 @@
+"""lower-tir: the standard tir pass sequence for a target.
+
+``lower-tir{target=llvm}`` runs, in order::
+
+    tir-inject-double-buffer  tir-simplify  tir-loop-partition  tir-simplify
+    tir-vectorize  tir-unroll  tir-storage-rewrite  tir-lower-intrin{target=...}
+    tir-remove-no-op  tir-simplify
+
+and ``target=cuda`` then adds ``tir-split-host-device`` and
+``tir-thread-sync`` (when those passes are registered and importable) and
+leaves loops vectorized in the LLVM sense alone: vectorize only runs for
+llvm.  Why this order: partition first, so the main parts of split loops
+have no guard left and vectorize sees straight-line bodies; unroll after
+vectorize, so an unrolled loop around a vector body copies vector code;
+storage-rewrite once loops stop moving; lower-intrin late, so vectorize has
+turned the intrinsics it lowers into vector ones (erf gets the polynomial
+only on vectors); a final remove-no-op and simplify clean up the constants
+and dead index code the others leave.  Options: ``target``,
+``unroll-max-step`` (tir-unroll's max-step) and ``max-lanes``
+(tir-vectorize's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....ir.pass_manager import ModulePass
+
+LLVM_SEQUENCE = ["tir-inject-double-buffer", "tir-simplify", "tir-loop-partition", "tir-simplify",
+                 "tir-vectorize", "tir-unroll", "tir-storage-rewrite", "tir-lower-intrin",
+                 "tir-remove-no-op", "tir-simplify"]
+CUDA_EXTRA = ["tir-split-host-device", "tir-thread-sync"]
+
+
+def sequence(target: str) -> list[str]:
+    names = list(LLVM_SEQUENCE)
+    if target == "cuda":
+        names.remove("tir-vectorize")
+        names += CUDA_EXTRA
+    return names
+
+
+@dataclass
+class LowerTIR(ModulePass):
+    """The lower-tir pipeline pass (see the module docstring)."""
+
+    NAME = "lower-tir"
+    target: str = "llvm"
+    unroll_max_step: int = 64
+    max_lanes: int = 64
+
+    def validate(self):
+        if self.target not in ("llvm", "cuda"):
+            raise ValueError(f"target must be llvm or cuda, got '{self.target}'")
+
+    def passes(self):
+        from ....ir.registry import PASSES, get_pass_class
+        out = []
+        for name in sequence(self.target):
+            if name not in PASSES:
+                continue
+            try:
+                cls = get_pass_class(name)
+            except RuntimeError:
+                if name in CUDA_EXTRA:
+                    continue   # another part of the project, not there yet
+                raise
+            if name == "tir-unroll":
+                p = cls(max_step=self.unroll_max_step)
+            elif name == "tir-vectorize":
+                p = cls(max_lanes=self.max_lanes)
+            elif name == "tir-lower-intrin":
+                p = cls(target=self.target)
+            else:
+                p = cls()
+            out.append(p)
+        return out
+
+    def run(self, module, ctx):
+        for p in self.passes():
+            p.run(module, ctx)

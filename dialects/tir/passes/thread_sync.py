@@ -1,0 +1,130 @@
+"""tir-thread-sync: insert ``tir.barrier`` where threads of a block share memory.
+
+A ``shared`` buffer written by one thread and read by another needs a
+``__syncthreads`` in between (read after write), and so does a read
+followed by the next overwrite (write after read: the next iteration of a
+loop must not clobber what a slower thread still reads)::
+
+    tir.for %ko = 0 to 8 {                  tir.for %ko = 0 to 8 {
+      tir.store %a, %S[%tx] : f32             tir.store %a, %S[%tx] : f32
+      tir.for %ki = 0 to 16 {        =>       tir.barrier
+        %x = tir.load %S[%ki] : f32           tir.for %ki = 0 to 16 { %x = tir.load %S[%ki] ... }
+        ...                                   tir.barrier
+    } }                                     }
+
+Algorithm (a conservative version of TVM's ThreadSync for the shared
+scope): every tir.func is scanned in program order -- the order one thread
+runs its code -- keeping the shared buffers read and written since the last
+barrier.  Before an op whose accesses (its own, or anything nested in it)
+conflict with those (a read of a buffer written, a write of a buffer read)
+a barrier is inserted and the sets are cleared; a compound op (loop, if)
+that conflicts gets the barrier in front of it, so the barrier is hoisted
+out of inner loops, and otherwise is scanned inside.  After the body of a
+serial loop, the accesses left pending are checked against those at the
+start of the body, which the next iteration makes: a conflict puts a
+barrier at the end of the body.  Thread-bound loops are parallel, so they
+carry nothing from one iteration to the next.  Accesses of ``local`` and
+global buffers never need a block barrier (a thread's own, or not shared
+within a block in a way a barrier orders).  A barrier already present
+clears the sets, so running the pass twice adds nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....ir.pass_manager import ModulePass
+
+
+@dataclass
+class ThreadSync(ModulePass):
+    NAME = "tir-thread-sync"
+
+    def run(self, module, ctx):
+        for f in [op for op in module.body.ops if op.name == "tir.func"]:
+            n = sync_function(f)
+            if n:
+                ctx.stat(self, "barriers inserted", n)
+
+
+class _Pending:
+    __slots__ = ("reads", "writes")
+
+    def __init__(self):
+        self.reads, self.writes = set(), set()
+
+    def clear(self):
+        self.reads.clear()
+        self.writes.clear()
+
+    def conflicts(self, reads, writes):
+        return bool(reads & self.writes or writes & self.reads)
+
+
+def sync_function(f):
+    """Insert the barriers f needs; returns how many were inserted."""
+    shared = {op.results[0] for op in f.walk() if op.name == "tir.alloc"
+              and getattr(op.results[0].type, "scope", None) == "shared"}
+    if not shared:
+        return 0
+    s = _Sync(shared)
+    s.block(f.body, _Pending())
+    return s.inserted
+
+
+class _Sync:
+    def __init__(self, shared):
+        self.shared = shared
+        self.inserted = 0
+
+    def accesses(self, op):
+        """(reads, writes): the shared buffers op and its nested ops touch."""
+        reads, writes = set(), set()
+        for o in op.walk():
+            if o.name == "tir.load" and o.operands[0] in self.shared:
+                reads.add(o.operands[0])
+            elif o.name == "tir.store" and o.operands[1] in self.shared:
+                writes.add(o.operands[1])
+        return reads, writes
+
+    def barrier_before(self, op):
+        from ..ops import BarrierOp
+        op.parent.insert_before(op, BarrierOp([], [], {}, (), op.loc))
+        self.inserted += 1
+
+    def block(self, block, pending):
+        for op in list(block.ops):
+            if op.name == "tir.barrier":
+                pending.clear()
+                continue
+            reads, writes = self.accesses(op)
+            if not reads and not writes:
+                continue
+            if pending.conflicts(reads, writes):
+                self.barrier_before(op)
+                pending.clear()
+            if not op.regions:
+                pending.reads |= reads
+                pending.writes |= writes
+                continue
+            for r in op.regions:
+                for b in r.blocks:
+                    self.block(b, pending)
+            if op.name == "tir.for" and op.attributes.get("kind") != "thread":
+                self.loop_carried(op, pending)
+
+    def loop_carried(self, loop, pending):
+        """A barrier at the end of the body when what the body left pending
+        conflicts with what its start (the next iteration) accesses."""
+        from ..ops import BarrierOp
+        reads, writes = set(), set()
+        for op in loop.body.ops:
+            if op.name == "tir.barrier":
+                break
+            r, w = self.accesses(op)
+            reads |= r
+            writes |= w
+        if pending.conflicts(reads, writes):
+            loop.body.append(BarrierOp([], [], {}, (), loop.loc))
+            self.inserted += 1
+            pending.clear()

@@ -1,0 +1,232 @@
+"""tir-vectorize: turn ``vectorized`` loops into vector operations.
+
+A loop ``tir.for %i = lo to lo+N vectorized`` is rewritten when N is a
+constant no larger than ``max-lanes`` (default 64) and its body (no nested
+loops or ifs) is straight-line loads, stores, arith and ``tir.intrin``.
+Every value of the body gets a class:
+
+* uniform -- the same in every lane (no dependence on %i): the op is moved
+  before the loop, once;
+* affine index -- ``index`` values ``base + s * %i`` built from %i through
+  addi, subi and muli by a constant; kept as the scalar ``base`` (the value
+  at %i = lo, computed by cloning the chain with %i := lo) and the stride s;
+* vector -- N lanes, ``vector<NxT>``.
+
+Rules: a load or store whose last index is affine with stride 1 and whose
+other indices are uniform becomes a ``vector<N>`` access at the base
+indices (N consecutive elements, row-major); a load with all indices
+uniform stays a scalar load (when nothing in the loop stores to that
+buffer); arith and intrinsics with a vector operand become the same op on
+``vector<N>`` types, uniform operands entering through ``tir.broadcast``.
+Anything else -- a stride other than 1 in the last index (a gather), an
+affine value used as data (it would need a ramp), a store at a uniform
+address, an access to a buffer the loop stores to at a different index,
+a nested region -- leaves the loop as it is: the LLVM codegen then marks it
+for LLVM's loop vectoriser.
+
+    tir.for %v = 0 to 8 vectorized {
+      %a = tir.load %A[%v] : f32
+      %s = arith.addf %a, %x : f32
+      tir.store %s, %B[%v] : f32
+    }
+    ==>
+    %c0 = arith.constant 0 : index
+    %a = tir.load %A[%c0] : vector<8xf32>
+    %0 = tir.broadcast %x : vector<8xf32>
+    %s = arith.addf %a, %0 : vector<8xf32>
+    tir.store %s, %B[%c0] : vector<8xf32>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....ir import types as T
+from ....ir.pass_manager import ModulePass
+from ....ir.rewriter import Rewriter
+from ..bounds import const_int, linear
+from ._util import const, tir_funcs
+
+U, A, V = "uniform", "affine", "vector"
+
+
+class _Reject(Exception):
+    pass
+
+
+def _same_index(xs, ys) -> bool:
+    if len(xs) != len(ys):
+        return False
+    for x, y in zip(xs, ys):
+        if x is not y and linear(x) != linear(y):
+            return False
+    return True
+
+
+def _analyse(loop):
+    """{value: (class, stride)} for the body, or raise _Reject."""
+    iv = loop.induction_var
+    cls = {iv: (A, 1)}
+
+    def of(v):
+        return cls.get(v, (U, 0))   # values from outside the loop are uniform
+
+    stored: dict = {}   # buffer -> index lists stored to
+    accesses: dict = {}   # buffer -> index lists accessed
+    for op in loop.body.ops:
+        if op.regions:
+            raise _Reject("nested region")
+        name = op.name
+        ins = [of(v) for v in op.operands]
+        kinds = {k for k, _ in ins}
+        if name == "tir.load" or name == "tir.store":
+            buf_i = 0 if name == "tir.load" else 1
+            buf = op.operands[buf_i]
+            idx = list(op.operands[buf_i + 1:])
+            ik = [of(v) for v in idx]
+            if any(k == V for k, _ in ik) or any(k == A and s != 0 for k, s in ik[:-1]):
+                raise _Reject("gather")
+            last = ik[-1] if ik else (U, 0)
+            uniform_addr = last[0] == U or (last[0] == A and last[1] == 0)
+            if not uniform_addr and last[1] != 1:
+                raise _Reject("stride")
+            if isinstance((op.results[0].type if name == "tir.load" else op.operands[0].type), T.VectorType):
+                raise _Reject("already a vector access")
+            accesses.setdefault(buf, []).append(idx)
+            if name == "tir.load":
+                cls[op.results[0]] = (U, 0) if uniform_addr else (V, 0)
+            else:
+                if uniform_addr:
+                    raise _Reject("store to one address in every lane")
+                if of(op.operands[0])[0] == A:
+                    raise _Reject("an index stored as data")
+                stored.setdefault(buf, []).append(idx)
+            continue
+        if name in ("tir.barrier", "tir.alloc") or not op.results:
+            raise _Reject(name)
+        r = op.results[0]
+        if kinds <= {U}:
+            cls[r] = (U, 0)
+            continue
+        if r.type is T.index or any(v.type is T.index and of(v)[0] != U for v in op.operands):
+            if name in ("arith.addi", "arith.subi") and r.type is T.index:
+                sa, sb = ins[0][1], ins[1][1]
+                cls[r] = (A, sa + sb if name == "arith.addi" else sa - sb)
+                continue
+            if name == "arith.muli" and r.type is T.index:
+                (ka, sa), (kb, sb) = ins
+                ca, cb = const_int(op.operands[0]), const_int(op.operands[1])
+                if ka == A and cb is not None:
+                    cls[r] = (A, sa * cb)
+                    continue
+                if kb == A and ca is not None:
+                    cls[r] = (A, sb * ca)
+                    continue
+            raise _Reject("index arithmetic")
+        if A in kinds:
+            raise _Reject("an index used as data")
+        if not (name.startswith("arith.") or name == "tir.intrin"):
+            raise _Reject(name)
+        cls[r] = (V, 0)
+    for buf, stores in stored.items():
+        first = stores[0]
+        if any(not _same_index(first, other) for other in accesses[buf]):
+            raise _Reject("loop-carried dependence")
+    return cls
+
+
+class _Emitter:
+    def __init__(self, loop, cls, rw):
+        self.loop = loop
+        self.cls = cls
+        self.rw = rw
+        self.n = loop.static_extent
+        self.scalar: dict = {}   # value -> its scalar (uniform value or lane-0 base)
+        self.vec: dict = {}
+        self.splats: dict = {}
+
+    def s(self, v):
+        return self.scalar.get(v, v)
+
+    def vector(self, v):
+        if v in self.vec:
+            return self.vec[v]
+        x = self.s(v)
+        b = self.splats.get(x)
+        if b is None:
+            from ..ops import BroadcastOp
+            op = BroadcastOp([x], [T.VectorType((self.n,), x.type)], None, (), self.loop.loc)
+            self.rw.insert_before(self.loop, op)
+            b = self.splats[x] = op.results[0]
+        return b
+
+    def emit(self):
+        from ..ops import LoadOp, StoreOp
+        loop, rw, n = self.loop, self.rw, self.n
+        iv = loop.induction_var
+        self.scalar[iv] = const(rw, loop, loop.lower)
+        for op in list(loop.body.ops):
+            name = op.name
+            if name == "tir.store":
+                val, buf, *idx = op.operands
+                new = StoreOp([self.vector(val), buf] + [self.s(i) for i in idx], (), None, (), op.loc)
+                rw.insert_before(loop, new)
+                continue
+            r = op.results[0]
+            k = self.cls[r][0]
+            if k in (U, A):
+                mapping = {v: self.s(v) for v in op.operands}
+                new = op.clone(mapping)
+                rw.insert_before(loop, new)
+                self.scalar[r] = new.results[0]
+                continue
+            if name == "tir.load":
+                buf, *idx = op.operands
+                new = LoadOp([buf] + [self.s(i) for i in idx], [T.VectorType((n,), r.type)], None, (), op.loc)
+            else:
+                rt = T.VectorType((n,), r.type)
+                new = type(op)([self.vector(v) for v in op.operands], [rt], dict(op.attributes), (), op.loc)
+            new.results[0].name = r.name
+            rw.insert_before(loop, new)
+            self.vec[r] = new.results[0]
+        rw.erase_op(loop)
+
+
+def vectorize_loop(loop, rw, max_lanes=64) -> bool:
+    """Rewrite one vectorized loop into vector ops; False when it stays."""
+    n = loop.static_extent
+    if n is None or n < 1 or n > max_lanes:
+        return False
+    try:
+        cls = _analyse(loop)
+    except _Reject:
+        return False
+    _Emitter(loop, cls, rw).emit()
+    return True
+
+
+@dataclass
+class Vectorize(ModulePass):
+    """The tir-vectorize pass (see the module docstring)."""
+
+    NAME = "tir-vectorize"
+    max_lanes: int = 64
+
+    def validate(self):
+        if self.max_lanes < 1:
+            raise ValueError("max-lanes must be at least 1")
+
+    def run(self, module, ctx):
+        rw = Rewriter()
+        done = kept = 0
+        for func in tir_funcs(module):
+            for op in list(func.walk(include_self=False)):
+                if op.name == "tir.for" and op.kind == "vectorized":
+                    if vectorize_loop(op, rw, self.max_lanes):
+                        done += 1
+                    else:
+                        kept += 1
+        if done:
+            ctx.stat(self, "loops-vectorized", done)
+        if kept:
+            ctx.stat(self, "loops-kept", kept)

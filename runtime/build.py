@@ -1,0 +1,256 @@
+"""Compile a whole relay module: the driver behind tvm-run and the ONNX backend.
+
+    from tvmd.runtime.build import build
+    cm = build(module_or_text, target="llvm", opt_level=3)
+    y = cm.run(x)                     # numpy in, numpy out
+    print(cm.summary())               # kernels, interpreted functions, memory, phase times
+
+Phases (each timed in ``cm.phase_times``)::
+
+    parse      relay text -> IR (when given text)
+    graph      the -O<opt_level> preset of ir/registry.py (infer-type,
+               simplify-inference, fold-constant, ..., fuse-ops)
+    lower      per kernel: lower-relay-to-te -> apply-schedule ->
+               lower-te-to-tir -> tir passes (tir-simplify)
+    codegen    every tir.func in one LLVM module, JIT-compiled
+    plan       the executor: constants bound, intermediate buffers planned
+
+Each primitive function is lowered on its own in a scratch module and moved
+into the module only when every step succeeded.  With ``fallback=True`` (the
+default) one that fails -- an op without a TE compute, a dynamic shape, a
+strategy that rejects its attributes -- stays a relay function marked
+``interpreted``, which the executor runs with the ops' numpy ``compute()``;
+``cm.interpreted`` lists them with the reason.  An entry function that is
+not straight-line (control flow, closures) is not lowered at all: the whole
+module runs on the relay interpreter (``cm.mode == "interpreter"``).
+
+`progress`: None shows kernel-by-kernel progress on stderr when stderr is a
+terminal (``\\r`` updates) and nothing otherwise; False never; a callable
+gets ``(phase, i, n, name)``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+PHASES = ("parse", "graph", "lower", "codegen", "plan")
+
+
+class BuildError(Exception):
+    pass
+
+
+class TtyProgress:
+    """One status line on a terminal, rewritten in place."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.width = 0
+
+    def __call__(self, phase, i, n, name):
+        text = f"tvmd: {phase} [{i}/{n}] {name}" if n else f"tvmd: {phase} {name}"
+        text = text[:100]
+        pad = max(0, self.width - len(text))
+        self.width = len(text)
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+
+    def done(self):
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+def _progress_fn(progress):
+    if progress is False:
+        return None
+    if progress is None:
+        stream = sys.stderr
+        isatty = getattr(stream, "isatty", None)
+        return TtyProgress(stream) if isatty is not None and isatty() else None
+    return progress
+
+
+class CompiledModel:
+    """A compiled module and its executor; ``run``/``run_list`` run the entry."""
+
+    def __init__(self, module, entry, mode, executor, interpreted, kernels, phase_times, stats, reason=None):
+        self.module = module
+        self.entry = entry
+        self.mode = mode                  # "compiled" or "interpreter"
+        self.executor = executor
+        self.interpreted = interpreted    # [(function name, why)]
+        self.kernels = kernels            # names of the compiled kernels
+        self.phase_times = phase_times    # phase -> seconds
+        self.stats = stats                # pass statistics
+        self.reason = reason              # why the whole module is interpreted
+
+    @property
+    def entry_op(self):
+        return self.module.lookup(self.entry)
+
+    @property
+    def input_names(self):
+        return [a.name or f"arg{i}" for i, a in enumerate(self.entry_op.body.args)]
+
+    @property
+    def input_types(self):
+        return [a.type for a in self.entry_op.body.args]
+
+    @property
+    def memory_plan(self):
+        return self.executor.memory_plan if self.executor is not None else None
+
+    def run_list(self, *inputs, profile=None):
+        if self.executor is not None:
+            return self.executor.run_list(*inputs, profile=profile)
+        from ..dialects.relay.interpreter import Interpreter
+        interp = Interpreter(self.module)
+        t0 = time.perf_counter()
+        outs = interp.call(interp.functions[self.entry], list(inputs), None)
+        if profile is not None:
+            profile.add(f"@{self.entry}", time.perf_counter() - t0, "", True)
+        return list(outs)
+
+    def run(self, *inputs):
+        outs = self.run_list(*inputs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    __call__ = run
+
+    def summary(self) -> str:
+        lines = [f"{len(self.kernels)} compiled kernel(s), {len(self.interpreted)} interpreted function(s)"
+                 + (f"; whole module interpreted: {self.reason}" if self.reason else "")]
+        for name, why in self.interpreted:
+            lines.append(f"  interpreted @{name}: {why}")
+        plan = self.memory_plan
+        if plan is not None:
+            lines.append("memory: " + plan.summary())
+        lines.append("compile time: " + ", ".join(f"{p} {self.phase_times[p]:.3f} s"
+                                                  for p in PHASES if p in self.phase_times))
+        return "\n".join(lines)
+
+
+def graph_pipeline(opt_level):
+    from ..ir.pass_manager import instantiate, parse_pipeline
+    from ..ir.registry import PRESETS, get_pass_class
+    return [p for _, p in instantiate(parse_pipeline(",".join(PRESETS[f"O{opt_level}"])), get_pass_class)]
+
+
+def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entry="main",
+          tir_passes=("tir-simplify",), source_name="<model>") -> CompiledModel:
+    """Compile relay `module` (an IR module or relay text); see the module docstring."""
+    from ..ir.pass_manager import PassContext
+    from .executor import Executor
+    if opt_level not in (0, 1, 2, 3):
+        raise ValueError(f"opt_level must be 0..3, got {opt_level}")
+    report = _progress_fn(progress)
+    times = {}
+    t0 = time.perf_counter()
+    if isinstance(module, str):
+        from ..parser import parse_module
+        module = parse_module(module, source_name)
+        times["parse"] = time.perf_counter() - t0
+    ctx = PassContext()
+    try:
+        t0 = time.perf_counter()
+        for p in graph_pipeline(opt_level):
+            if report:
+                report("graph", 0, 0, p.NAME)
+            p.run(module, ctx)
+        times["graph"] = time.perf_counter() - t0
+        f = module.lookup(entry)
+        if f is None or f.name != "relay.func":
+            raise BuildError(f"the module has no relay.func @{entry} to compile")
+        from .program import straight_line
+        if not straight_line(module, f):
+            return CompiledModel(module, entry, "interpreter", None, [], [], times, ctx.stats,
+                                 reason=f"@{entry} is not straight-line relay (control flow or closures)")
+        t0 = time.perf_counter()
+        kernels, interpreted = lower_kernels(module, target, fallback, tir_passes, ctx, report)
+        times["lower"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lib = None
+        if kernels and str(target).split()[0] == "llvm":
+            if report:
+                report("codegen", 0, 0, f"{len(kernels)} kernels (LLVM)")
+            from ..target.llvm import jit
+            from ..target.spec import as_target
+            lib = jit.compile(module, as_target(target), opt_level)
+        times["codegen"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ex = Executor(module, target, entry, opt_level, lib=lib)
+        times["plan"] = time.perf_counter() - t0
+    finally:
+        if report and hasattr(report, "done"):
+            report.done()
+    return CompiledModel(module, entry, "compiled", ex, interpreted, kernels, times, ctx.stats)
+
+
+def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
+    """Lower every primitive relay function to a tir.func, one at a time;
+    returns (kernel names, [(name, why) left to the interpreter])."""
+    from ..conversion.relay_to_te.outline import outline_loose_ops
+    from ..conversion.relay_to_te.pass_ import _pass_lifted_constants
+    from ..conversion.te_to_tir.apply_schedule import ApplySchedule
+    from ..conversion.te_to_tir.lower import LowerTEToTIR
+    from ..ir.registry import get_pass_class
+    outline_loose_ops(module)
+    tir = [get_pass_class(n)() for n in tir_passes]
+    prims = [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes
+             and "interpreted" not in op.attributes]
+    kernels, interpreted = [], []
+    for op in module.body.ops:
+        if op.name == "relay.func" and "interpreted" in op.attributes:
+            interpreted.append((op.sym_name, op.attributes["interpreted"]))
+    schedule, to_tir = ApplySchedule(), LowerTEToTIR()
+    for i, rf in enumerate(prims):
+        name = rf.sym_name
+        if report:
+            report("lower", i + 1, len(prims), name)
+        try:
+            func = _lower_alone(rf, target, schedule, to_tir, tir, ctx)
+        except Exception as e:
+            if not fallback:
+                raise
+            why = _why(e)
+            rf.attributes["interpreted"] = why
+            interpreted.append((name, why))
+            continue
+        lifted = [c for c in rf.body.ops if c.name == "relay.constant"
+                  and not (c.value.size >= 1 and c.value.is_splat())]
+        module.body.insert_before(rf, func)
+        if lifted:
+            _pass_lifted_constants(module, name, lifted)
+        rf.erase()
+        kernels.append(name)
+    return kernels, interpreted
+
+
+def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx):
+    """The tir.func for primitive function `rf`, built in a scratch module
+    (detached from it); `rf` itself is not touched."""
+    from ..conversion.relay_to_te.pass_ import lower_function
+    from ..dialects.builtin.ops import ModuleOp
+    scratch = ModuleOp.create_empty()
+    clone = rf.clone()
+    scratch.body.append(clone)
+    tf = lower_function(scratch, clone, True, str(target).split()[0])
+    schedule.run_on(tf, ctx)
+    to_tir.run_on(tf, ctx)
+    func = scratch.lookup(rf.sym_name)
+    for p in tir_passes:
+        p.run_on(func, ctx)
+    func.detach()
+    return func
+
+
+def _why(e):
+    from ..ir.diagnostics import DiagnosticError
+    if isinstance(e, DiagnosticError):
+        msg = e.diagnostics[0].message
+    else:
+        msg = f"{type(e).__name__}: {e}"
+    return msg.split("; --lower-relay-to-te handles")[0]

@@ -1,0 +1,263 @@
+"""The entry function as a precomputed step list over planned buffers.
+
+    prog = Program(module, main_op, lib, evaluator)
+    outs = prog.run(arrays, profile=None)
+
+Each op of the straight-line entry body becomes one step writing one slot
+of an environment list:
+
+    constant            bound once (aligned copy), pre-filled in the slots
+    call @tir_kernel    the kernel's C entry called with data pointers; its
+                        outputs are planned buffers (fixed pointers) or,
+                        when returned, fresh arrays each run
+    call @relay_func    a function --lower-relay-to-te left to the
+                        interpreter: its ops' numpy compute()
+    tuple / get_item    Python tuples
+    any other relay op  its numpy compute()
+
+Returned values that may view a constant or an input are copied, so the
+caller owns every output.  `profile` (a :class:`Profile`) times each kernel
+and interpreted step.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..ir import types as T
+from .ndarray import ALIGN, as_aligned, empty_aligned
+
+_TRIVIAL = frozenset({"relay.tuple", "relay.get_item", "relay.constant"})
+_NOT_STRAIGHT = frozenset({"relay.if", "relay.match", "relay.fn", "relay.func_ref", "relay.construct",
+                           "relay.call_indirect", "relay.let"})
+
+
+def straight_line(module, f) -> bool:
+    """Whether `f`'s body is one block of ops a Program runs."""
+    if len(f.regions[0].blocks) != 1:
+        return False
+    for op in f.body.ops:
+        if op.regions or op.name in _NOT_STRAIGHT:
+            return False
+        if op.name == "relay.call":
+            callee = module.lookup(op.attributes["callee"].name)
+            if callee is None or callee.name not in ("tir.func", "relay.func"):
+                return False
+        if len(op.results) > 1:
+            return False
+    return True
+
+
+def _shape_text(t):
+    if isinstance(t, (T.TensorType, T.MemRefType)):
+        return "x".join(str(d) for d in t.shape) or "scalar"
+    if isinstance(t, T.TupleType):
+        return "(" + ", ".join(_shape_text(x) for x in t.types) + ")"
+    return str(t)
+
+
+def _op_label(op):
+    return getattr(op, "op_name", None) or op.name.removeprefix("relay.")
+
+
+class Profile:
+    """Per-kernel call counts and times, by label."""
+
+    def __init__(self):
+        self.rows = {}   # label -> [calls, seconds, shapes, interpreted]
+        self.total = 0.0
+
+    def add(self, label, seconds, shapes, interpreted):
+        r = self.rows.get(label)
+        if r is None:
+            r = self.rows[label] = [0, 0.0, shapes, interpreted]
+        r[0] += 1
+        r[1] += seconds
+
+    def table(self) -> str:
+        """kernel, calls, total ms, share %, shapes (inputs -> output), by time."""
+        rows = sorted(self.rows.items(), key=lambda kv: -kv[1][1])
+        total = sum(r[1] for _, r in rows) or 1e-30
+        names = [lbl + (" (interpreted)" if r[3] else "") for lbl, r in rows]
+        w = max([len("kernel")] + [len(n) for n in names])
+        lines = [f"{'kernel':<{w}}  {'calls':>5}  {'total ms':>10}  {'share %':>7}  shapes (inputs -> output)"]
+        for n, (_, r) in zip(names, rows):
+            lines.append(f"{n:<{w}}  {r[0]:>5}  {r[1] * 1e3:>10.3f}  {100 * r[1] / total:>7.1f}  {r[2]}")
+        calls = sum(r[0] for _, r in rows)
+        lines.append(f"{'total':<{w}}  {calls:>5}  {total * 1e3:>10.3f}  {100.0 if rows else 0.0:>7.1f}")
+        return "\n".join(lines)
+
+
+class Program:
+    def __init__(self, module, f, lib, evaluator):
+        from .memory_plan import plan_memory
+        self.evaluator = evaluator
+        self.lib = lib
+        slot = {}
+        for a in f.body.args:
+            slot[a] = len(slot)
+        self.n_inputs = len(slot)
+        seed = {a: frozenset({("input", i)}) for i, a in enumerate(f.body.args)}
+        consts = {}
+        plan_steps = []
+        ops = []
+        bufs = {}       # buffer id -> (shape, numpy dtype)
+        ret = None
+        for op in f.body.ops:
+            if op.name == "relay.return":
+                ret = op
+                break
+            r = op.results[0]
+            slot[r] = len(slot)
+            reads = list(op.operands)
+            if op.name == "relay.constant":
+                consts[slot[r]] = as_aligned(np.ascontiguousarray(op.compute()))
+                seed[r] = frozenset({("const", slot[r])})
+                continue
+            callee = module.lookup(op.attributes["callee"].name) if op.name == "relay.call" else None
+            if callee is not None and callee.name == "tir.func":
+                defines = []
+                for k, b in enumerate(callee.outputs):
+                    t = b.type
+                    if not t.is_static:
+                        raise _error(f"@{callee.sym_name}: cannot allocate an output of dynamic type {t}")
+                    dt = np.dtype(T.to_numpy_dtype(t.element_type))
+                    bid = (slot[r], k)
+                    bufs[bid] = (tuple(t.shape), dt)
+                    defines.append((bid, int(np.prod(t.shape, dtype=np.int64)) * dt.itemsize))
+                plan_steps.append((defines, reads, r, "kernel"))
+            else:
+                plan_steps.append(([], reads, r, "interpreted"))
+            ops.append((op, callee))
+        if ret is None:
+            raise _error(f"@{f.sym_name} has no return")
+        plan = plan_memory(plan_steps, list(ret.operands), seed)
+        self.plan = plan
+        self.blocks = [empty_aligned((n,), np.uint8) for n in plan.block_sizes]
+        self.template = [None] * len(slot)
+        for k, a in consts.items():
+            self.template[k] = a
+        self.steps = []
+        for op, callee in ops:
+            self.steps.append(self._step(op, callee, slot, bufs, consts))
+        self.returns = [slot[v] for v in ret.operands]
+        # a returned value that may view a constant or an input is copied
+        self.copy_out = [any(isinstance(b, tuple) and b and b[0] in ("const", "input")
+                             for b in plan.views.get(v, ())) for v in ret.operands]
+
+    def _buffer(self, bid, bufs):
+        shape, dt = bufs[bid]
+        blk = self.plan.block_of[bid]
+        if blk is None:
+            return None
+        n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        return self.blocks[blk][:n].view(dt).reshape(shape)
+
+    def _step(self, op, callee, slot, bufs, consts):
+        out = slot[op.results[0]]
+        ins = [slot[v] for v in op.operands]
+        shapes = (", ".join(_shape_text(v.type) for v in op.operands) + " -> "
+                  + _shape_text(op.results[0].type))
+        if callee is not None and callee.name == "tir.func":
+            return self._kernel_step(op, callee, out, ins, bufs, consts, shapes)
+        ev = self.evaluator
+        if op.name == "relay.tuple":
+            def run(env):
+                env[out] = tuple(env[i] for i in ins)
+            return run, None, shapes
+        if op.name == "relay.get_item":
+            index = op.attributes["index"]
+            src = ins[0]
+
+            def run(env):
+                env[out] = env[src][index]
+            return run, None, shapes
+        if callee is not None:   # a relay function left to the interpreter
+            def run(env):
+                outs = ev.run_function(callee, *[env[i] for i in ins])
+                env[out] = outs[0] if len(outs) == 1 else tuple(outs)
+            return run, (callee.sym_name, True), shapes
+
+        def run(env):
+            env[out] = ev.evaluate(op, [env[i] for i in ins])
+        return run, (_op_label(op), True), shapes
+
+    def _kernel_step(self, op, callee, out, ins, bufs, consts, shapes):
+        kernel = self.lib[callee.sym_name]
+        sig = kernel.sig
+        n_out = len(callee.outputs)
+        fixed_out = [self._buffer((out, k), bufs) for k in range(n_out)]
+        out_specs = [bufs[(out, k)] for k in range(n_out)]
+        label = (callee.sym_name, False)
+        fast = (kernel.unsupported is None and len(sig.params) == len(sig.declared)
+                and all(p.kind == "buffer" for p in sig.params) and len(sig.params) == len(ins) + n_out)
+        if not fast:
+            def run(env):
+                args = [as_aligned(np.ascontiguousarray(env[i])) for i in ins]
+                outs = [b if b is not None else empty_aligned(*spec) for b, spec in zip(fixed_out, out_specs)]
+                kernel(*args, *outs)
+                env[out] = outs[0] if n_out == 1 else tuple(outs)
+            return run, label, shapes
+        cfunc = kernel.cfunc
+        # pointers known now: constants and planned outputs
+        ptrs = [None] * (len(ins) + n_out)
+        dyn_in = []
+        for j, i in enumerate(ins):
+            if i in consts:
+                ptrs[j] = consts[i].ctypes.data
+            else:
+                dyn_in.append((j, i))
+        dyn_out = []
+        for k, b in enumerate(fixed_out):
+            if b is not None:
+                ptrs[len(ins) + k] = b.ctypes.data
+            else:
+                dyn_out.append((len(ins) + k, k))
+
+        def run(env):
+            args = list(ptrs)
+            for j, i in dyn_in:
+                a = env[i]
+                if not (a.flags.c_contiguous and a.ctypes.data % ALIGN == 0):
+                    a = as_aligned(np.ascontiguousarray(a))
+                    env[i] = a
+                args[j] = a.ctypes.data
+            outs = list(fixed_out)
+            for j, k in dyn_out:
+                a = empty_aligned(*out_specs[k])
+                outs[k] = a
+                args[j] = a.ctypes.data
+            cfunc(*args)
+            env[out] = outs[0] if n_out == 1 else tuple(outs)
+        return run, label, shapes
+
+    def run(self, arrays, profile=None):
+        env = list(self.template)
+        for i, a in enumerate(arrays):
+            env[i] = a
+        if profile is None:
+            for run, _, _ in self.steps:
+                run(env)
+        else:
+            clock = time.perf_counter
+            for run, label, shapes in self.steps:
+                if label is None:
+                    run(env)
+                    continue
+                t0 = clock()
+                run(env)
+                profile.add(label[0], clock() - t0, shapes, label[1])
+        outs = []
+        for k, c in zip(self.returns, self.copy_out):
+            v = env[k]
+            if c:
+                v = tuple(np.array(x) for x in v) if isinstance(v, tuple) else np.array(v)
+            outs.append(v)
+        return outs
+
+
+def _error(msg):
+    from .executor import ExecutionError
+    return ExecutionError(msg)

@@ -1,0 +1,285 @@
+"""Stage ops (cache_read, cache_write, rfactor), storage ops (set_scope,
+storage_align, double_buffer), argmax/argmin and user reducers: the loops
+and buffers they make, and numbers checked against numpy through the te
+interpreter, the TIR interpreter and the LLVM JIT."""
+
+import numpy as np
+import pytest
+
+from tvmd.conversion.te_to_tir.apply_schedule import apply_to_func
+from tvmd.dialects.te.interpreter import run
+from tvmd.dialects.tir.interpreter import run as run_tir
+from tvmd.ir.diagnostics import DiagnosticError
+from tvmd.ir.pass_manager import PassManager
+from tvmd.ir.printer import print_module
+from tvmd.ir.registry import get_pass_class
+from tvmd.ir.verifier import verify
+from tvmd.parser import parse_module
+
+RNG = np.random.default_rng(5)
+
+MATMUL = """te.func @mm(%A: tensor<6x8xf32>, %B: tensor<8x10xf32>) -> tensor<6x10xf32> {
+  %C = te.compute [%i, %j] reduce [%k: 8] "sum" : tensor<6x10xf32> {
+    %a = te.read %A[%i, %k] : f32
+    %b = te.read %B[%k, %j] : f32
+    %m = arith.mulf %a, %b : f32
+    yield %m
+  }
+SCHEDULE
+  return %C
+}
+"""
+
+ROWSUM = """te.func @s(%A: tensor<4x10xf32>) -> tensor<4xf32> {
+  %C = te.compute [%i] reduce [%k: 10] "sum" : tensor<4xf32> {
+    %a = te.read %A[%i, %k] : f32
+    yield %a
+  }
+SCHEDULE
+  return %C
+}
+"""
+
+
+def args_for(f):
+    return [RNG.standard_normal(a.type.shape).astype(np.float32) for a in f.body.args]
+
+
+def lower_and_run(text, args):
+    """Lower to TIR, check the text round trips, run on the TIR interpreter."""
+    m = parse_module(text, "k.te")
+    PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
+    verify(m)
+    printed = print_module(m)
+    assert print_module(parse_module(printed)) == printed
+    f = next(op for op in m.body.ops if op.name == "tir.func")
+    outs = [np.full(o.type.shape, 0, o.type.dtype) for o in f.body.args[len(args):]]
+    run_tir(f, *args, *outs)
+    return m, printed, outs
+
+
+def schedule(text, want, args=None):
+    """Apply the schedule; the te interpreter before and after, and the TIR
+    interpreter after lowering, all give `want` (numpy's numbers)."""
+    m = parse_module(text, "s.te")
+    f = next(op for op in m.body.ops if op.name == "te.func")
+    args = args if args is not None else args_for(f)
+    w = want(*args)
+    w = w if isinstance(w, tuple) else (w,)
+    for g, x in zip(run(f, *args), w):
+        np.testing.assert_allclose(g, x, rtol=1e-5, atol=1e-5)
+    apply_to_func(f)
+    verify(m)
+    printed = print_module(m)
+    assert print_module(parse_module(printed)) == printed
+    for g, x in zip(run(f, *args), w):
+        np.testing.assert_allclose(g, x, rtol=1e-5, atol=1e-5)
+    _, tir_text, outs = lower_and_run(text, args)
+    for g, x in zip(outs, w):
+        np.testing.assert_allclose(g, x, rtol=1e-5, atol=1e-5)
+    return printed, tir_text
+
+
+def mm(a, b):
+    return a @ b
+
+
+# -- cache_read / cache_write / set_scope --------------------------------------------
+
+def test_cache_read_and_write_with_scopes():
+    text, tir = schedule(MATMUL.replace("SCHEDULE", """
+  %AS = te.cache_read %A, %C {scope = "shared"} : tensor<6x8xf32>
+  %CL = te.cache_write %C {scope = "local"} : tensor<6x10xf32>
+  %i, %j = te.axes %C
+  %jo, %ji = te.split %j {factor = 5}
+  te.compute_at %CL, %jo
+  %ci, %cj, %ck = te.axes %CL
+  te.unroll %ck"""), mm)
+    assert '%AS = te.realize {scope = "shared"} : tensor<6x8xf32>' in text
+    assert '%CL = te.realize {scope = "local"} : tensor<1x5xf32>' in text   # the tile computed at %jo
+    assert "te.read %AS[" in text and "te.read %A[" in text
+    assert 'memref<6x8xf32, "shared">' in tir and 'memref<1x5xf32, "local">' in tir
+
+
+def test_cache_read_for_some_readers_only():
+    text = """te.func @f(%A: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %B = te.compute [%i] : tensor<8xf32> {
+    %a = te.read %A[%i] : f32
+    %e = te.intrin "exp"(%a) : f32
+    yield %e
+  }
+  %C = te.compute [%i] : tensor<8xf32> {
+    %a = te.read %A[%i] : f32
+    %s = arith.addf %a, %a : f32
+    yield %s
+  }
+  %AL = te.cache_read %A, %C {scope = "local"} : tensor<8xf32>
+  return %B, %C
+}"""
+    out, _ = schedule(text, lambda a: (np.exp(a), a + a))
+    assert out.count("te.read %A[") == 2 and out.count("te.read %AL[") == 1
+
+
+def test_set_scope():
+    text = MATMUL.replace("  return %C", """  %R = te.compute [%i, %j] : tensor<6x10xf32> {
+    %c = te.read %C[%i, %j] : f32
+    %t = te.intrin "tanh"(%c) : f32
+    yield %t
+  }
+  return %R""").replace("SCHEDULE", '  te.set_scope %C {scope = "shared"}')
+    out, tir = schedule(text, lambda a, b: np.tanh(a @ b))
+    assert '%C = te.realize {scope = "shared"}' in out and 'memref<6x10xf32, "shared">' in tir
+
+
+# -- rfactor ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sched, cf_type", [
+    ("%ko, %ki = te.split %k {factor = 4}\n  %CF = te.rfactor %C, %ki", "tensor<4x4xf32>"),
+    ("%ko, %ki = te.split %k {factor = 4}\n  %CF = te.rfactor %C, %ko {factor_axis = 1}", "tensor<4x3xf32>"),
+    ("%CF = te.rfactor %C, %k {factor_axis = 1}", "tensor<4x10xf32>"),
+    ("%ko, %ki = te.split %k {nparts = 3}\n  %CF = te.rfactor %C, %ki", "tensor<4x4xf32>"),
+])
+def test_rfactor_row_sum(sched, cf_type):
+    text = ROWSUM.replace("SCHEDULE", f"""  %i, %k = te.axes %C
+  {sched} : {cf_type}
+  %x = te.axes %CF
+  %i2, %r = te.axes %C
+  te.unroll %r""").replace("%x = te.axes %CF", "%x:" + ("3" if "split" in sched else "2") + " = te.axes %CF")
+    out, _ = schedule(text, lambda a: a.sum(1))
+    assert f"%CF = te.realize : {cf_type}" in out
+
+
+def test_rfactor_then_vectorize_the_factored_axis():
+    text = ROWSUM.replace("SCHEDULE", """  %i, %k = te.axes %C
+  %ko, %ki = te.split %k {factor = 4}
+  %CF = te.rfactor %C, %ki : tensor<4x4xf32>
+  %f, %fi, %fo = te.axes %CF
+  te.reorder %fi, %fo, %f
+  te.vectorize %f""")
+    out, _ = schedule(text, lambda a: a.sum(1))
+    assert "vectorized" in out
+
+
+def test_rfactor_max_two_reduce_axes():
+    text = """te.func @m(%A: tensor<3x4x5xf32>) -> tensor<3xf32> {
+  %C = te.compute [%i] reduce [%k: 4, %l: 5] "max" : tensor<3xf32> {
+    %a = te.read %A[%i, %k, %l] : f32
+    yield %a
+  }
+  %i, %k, %l = te.axes %C
+  %CF = te.rfactor %C, %l : tensor<5x3xf32>
+  return %C
+}"""
+    schedule(text, lambda a: a.max(axis=(1, 2)))
+
+
+@pytest.mark.parametrize("sched, msg", [
+    ("%i, %k = te.axes %C\n  %CF = te.rfactor %C, %i : tensor<4x4xf32>", "axis 'i' of 'C' is not a reduce axis"),
+    ("%i, %k = te.axes %C\n  %ko, %ki = te.split %k {factor = 5}\n  %CF = te.rfactor %C, %ki : tensor<5x4xf32>\n"
+     "  te.unroll %ko", "axis handle 'ko' was consumed by te.rfactor"),
+    ("%i, %k = te.axes %C\n  te.unroll %k\n  %CF = te.rfactor %C, %k : tensor<10x4xf32>",
+     "te.rfactor of 'C' must come before its other schedule ops"),
+])
+def test_rfactor_diagnostics(sched, msg):
+    m = parse_module(ROWSUM.replace("SCHEDULE", "  " + sched), "s.te")
+    with pytest.raises(DiagnosticError, match=msg):
+        apply_to_func(m.body.first)
+
+
+# -- argmax / argmin / user reducers ----------------------------------------------------
+
+ARG = """te.func @a(%A: tensor<5x3x4xf32>) -> tensor<5xi32> {
+  %I = te.compute [%i] reduce [%k: 3, %l: 4] "KIND" : tensor<5xi32> {
+    %a = te.read %A[%i, %k, %l] : f32
+    yield %a
+  }
+SCHEDULE
+  return %I
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+@pytest.mark.parametrize("sched", ["", """  %i, %k, %l = te.axes %I
+  %lo, %li = te.split %l {factor = 3}
+  te.reorder %li, %k, %lo, %i"""])
+def test_argmax_argmin(kind, sched):
+    a = RNG.integers(0, 3, (5, 3, 4)).astype(np.float32)   # many ties: the first one wins
+    fn = np.argmax if kind == "argmax" else np.argmin
+    out, _ = schedule(ARG.replace("KIND", kind).replace("SCHEDULE", sched),
+                      lambda x: fn(x.reshape(5, -1), axis=1).astype(np.int32), [a])
+    assert "%I_val = te.realize : tensor<5xf32>" in out
+
+
+LOGSUMEXP = """te.reducer @logaddexp(%acc: f32, %x: f32) identity -inf {
+  %m = arith.maximumf %acc, %x : f32
+  %n = arith.minimumf %acc, %x : f32
+  %d = arith.subf %n, %m : f32
+  %e = te.intrin "exp"(%d) : f32
+  %one = arith.constant 1.0 : f32
+  %s = arith.addf %one, %e : f32
+  %l = te.intrin "log"(%s) : f32
+  %r = arith.addf %m, %l : f32
+  yield %r
+}
+te.func @lse(%A: tensor<4x12xf32>) -> tensor<4xf32> {
+  %C = te.compute [%i] reduce [%k: 12] @logaddexp : tensor<4xf32> {
+    %a = te.read %A[%i, %k] : f32
+    yield %a
+  }
+SCHEDULE
+  return %C
+}
+"""
+
+
+@pytest.mark.parametrize("sched", ["", """  %i, %k = te.axes %C
+  %ko, %ki = te.split %k {factor = 5}
+  %CF = te.rfactor %C, %ki : tensor<5x4xf32>"""])
+def test_user_reducer(sched):
+    def want(a):
+        return np.logaddexp.reduce(a.astype(np.float64), axis=1).astype(np.float32)
+    out, tir = schedule(LOGSUMEXP.replace("SCHEDULE", sched), want)
+    assert "te.reducer @logaddexp" in out and "te.reducer" not in tir
+    assert "te.intrin \"log\"" in out
+
+
+def test_user_reducer_compiles_with_llvm():
+    from tvmd.target.llvm import jit
+    a = RNG.standard_normal((4, 12)).astype(np.float32)
+    m = parse_module(LOGSUMEXP.replace("SCHEDULE", "") + ARG.replace("KIND", "argmax").replace("SCHEDULE", ""))
+    PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
+    lib = jit.compile(m)
+    out = np.zeros(4, np.float32)
+    lib["lse"](a, out)
+    np.testing.assert_allclose(out, np.logaddexp.reduce(a.astype(np.float64), axis=1), rtol=1e-5)
+    b = RNG.integers(0, 4, (5, 3, 4)).astype(np.float32)
+    idx = np.zeros(5, np.int32)
+    lib["a"](b, idx)
+    np.testing.assert_array_equal(idx, np.argmax(b.reshape(5, -1), axis=1))
+
+
+def test_reducer_diagnostics():
+    bad = LOGSUMEXP.replace("SCHEDULE", "").replace("@logaddexp :", "@nope :")
+    with pytest.raises(DiagnosticError, match="reducer @nope is not a te.reducer of this module"):
+        verify(parse_module(bad))
+    bad = ARG.replace("KIND", "argmax").replace("SCHEDULE", "").replace("tensor<5xi32>", "tensor<5xf32>")
+    with pytest.raises(DiagnosticError, match="an argmax tensor holds integer positions, not f32"):
+        verify(parse_module(bad))
+
+
+# -- storage_align / double_buffer -------------------------------------------------------
+
+def test_storage_align_pads_the_row_and_double_buffer_marks_the_alloc():
+    text, tir = schedule(MATMUL.replace("SCHEDULE", """
+  %AS = te.cache_read %A, %C {scope = "shared"} : tensor<6x8xf32>
+  te.storage_align %AS {axis = 0, factor = 16, offset = 1}
+  te.double_buffer %AS"""), mm)
+    assert '%AS = te.realize {scope = "shared", double_buffer} : tensor<6x17xf32>' in text
+    assert 'tir.alloc {double_buffer} : memref<6x17xf32, "shared">' in tir
+
+
+def test_storage_align_diagnostics():
+    m = parse_module(MATMUL.replace("SCHEDULE", "  te.storage_align %C {axis = 0, factor = 4, offset = 1}"))
+    with pytest.raises(DiagnosticError, match="cannot pad 'C': it is an output of the function"):
+        apply_to_func(m.body.first)

@@ -1,0 +1,587 @@
+"""The tir passes (flatten-buffer, loop-partition, vectorize, unroll,
+remove-no-op, storage-rewrite, lower-intrin, inject-double-buffer and the
+lower-tir pipeline): what each one changes, and that no pass, and no order
+of passes, changes what a function computes -- through the tir interpreter
+and through the LLVM JIT, on every kernel in tests/tir_kernels and on tir
+lowered from te."""
+
+import glob
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tvmd.dialects.tir.interpreter import run
+from tvmd.ir import types as T
+from tvmd.ir.pass_manager import PassContext, PassManager
+from tvmd.ir.printer import print_module
+from tvmd.ir.registry import get_pass_class
+from tvmd.ir.verifier import verify
+from tvmd.parser import parse_module
+
+KERNELS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "tir_kernels", "*.tir")))
+KERNEL_IDS = [os.path.basename(k)[:-4] for k in KERNELS]
+
+PASSES = ["tir-flatten-buffer", "tir-flatten-buffer{flatten-params=true}", "tir-loop-partition",
+          "tir-vectorize", "tir-unroll", "tir-unroll{auto-max-step=64}", "tir-remove-no-op",
+          "tir-storage-rewrite", "tir-lower-intrin", "tir-lower-intrin{erf=poly}",
+          "tir-lower-intrin{target=cuda}", "tir-inject-double-buffer", "lower-tir",
+          "tir-flatten-buffer,lower-tir"]
+# the ones a random pipeline draws from
+ORDERABLE = ["tir-simplify", "tir-flatten-buffer", "tir-loop-partition", "tir-vectorize", "tir-unroll",
+             "tir-remove-no-op", "tir-storage-rewrite", "tir-lower-intrin{erf=poly}",
+             "tir-inject-double-buffer"]
+
+
+def _instances(passes):
+    out = []
+    for item in _split(passes):
+        name, _, opts = item.partition("{")
+        cls = get_pass_class(name)
+        p = cls.from_options(opts.rstrip("}")) if opts else cls()
+        out.append(p)
+    return out
+
+
+def _split(text):
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    items.append(cur)
+    return [i.strip() for i in items if i.strip()]
+
+
+def transform(module, passes):
+    """Apply the passes directly (each pass's run with one PassContext)."""
+    ctx = PassContext()
+    for p in _instances(passes):
+        p.run(module, ctx)
+        verify(module)
+    return ctx.stats
+
+
+# -- inputs -------------------------------------------------------------------
+
+DYN = 37          # size of each dynamic dimension
+INDEX_ARG = 29    # value of each index argument (<= DYN)
+
+
+def inputs(func, seed=0):
+    """Random arguments for `func`: floats in (0.1, 2) (log, sqrt and pow
+    stay real), and fixed values for index arguments and dynamic sizes."""
+    rng = np.random.default_rng(seed)
+    args = []
+    for a in func.args:
+        t = a.type
+        if isinstance(t, T.MemRefType):
+            shape = tuple(DYN if d is None else d for d in t.shape)
+            dt = T.to_numpy_dtype(t.element_type)
+            args.append(rng.uniform(0.1, 2.0, shape).astype(dt))
+        elif t is T.index:
+            args.append(INDEX_ARG)
+        else:
+            args.append(T.to_numpy_dtype(t).type(rng.uniform(-1, 1)))
+    return args
+
+
+def _copy(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def interpret(func, args):
+    """Run the tir interpreter on copies; all buffer arguments after the run."""
+    args = _copy(args)
+    run(func, *args)
+    return [a for a in args if isinstance(a, np.ndarray)]
+
+
+def reshape_for(func, args):
+    """Views of `args` shaped as `func`'s parameters (after flatten-params)."""
+    out = []
+    for p, a in zip(func.args, args):
+        if isinstance(a, np.ndarray) and isinstance(p.type, T.MemRefType) and p.type.rank != a.ndim:
+            out.append(a.reshape(tuple(d for d in p.type.shape)))
+        else:
+            out.append(a)
+    return out
+
+
+def has_barrier(module):
+    return any(op.name == "tir.barrier" for op in module.walk())
+
+
+def funcs(module):
+    return [op for op in module.body.ops if op.name == "tir.func"]
+
+
+def check_same(got, want, what):
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g.reshape(w.shape), w, rtol=2e-5, atol=2e-6, err_msg=f"{what}: buffer {i}")
+
+
+def load_kernel(path):
+    with open(path) as f:
+        return parse_module(f.read())
+
+
+# -- every pass on every kernel: interpreter and LLVM JIT ----------------------
+
+@pytest.mark.parametrize("passes", PASSES)
+@pytest.mark.parametrize("path", KERNELS, ids=KERNEL_IDS)
+def test_pass_preserves_kernel_semantics(path, passes):
+    from tvmd.target.llvm import jit
+    before = load_kernel(path)
+    after = load_kernel(path)
+    transform(after, passes)
+    printed = print_module(after)
+    assert print_module(parse_module(printed)) == printed
+    lib = None if has_barrier(after) else jit.compile(after, opt_level=1)
+    for f0, f1 in zip(funcs(before), funcs(after)):
+        args = inputs(f0, seed=hash(f0.sym_name) % 1000)
+        want = interpret(f0, args)
+        got = interpret(f1, reshape_for(f1, args))
+        check_same(got, want, f"interpreter after {passes} on @{f0.sym_name}")
+        if lib is not None:
+            jargs = reshape_for(f1, _copy(args))
+            lib[f1.sym_name](*jargs)
+            check_same([a for a in jargs if isinstance(a, np.ndarray)], want,
+                       f"LLVM JIT after {passes} on @{f0.sym_name}")
+
+
+# -- te computes lowered to tir -----------------------------------------------
+
+TE_CASES = {
+    # name: (relay function, numpy reference on the inputs)
+    "add_exp_tail": ("""relay.func @k(%x: tensor<2x3x30xf32>, %y: tensor<30xf32>) -> tensor<2x3x30xf32> attributes {primitive} {
+  %a = add(%x, %y)
+  %r = exp(%a)
+  return %r
+}""", lambda x, y: np.exp(x + y)),
+    "dense": ("""relay.func @k(%x: tensor<5x20xf32>, %w: tensor<12x20xf32>) -> tensor<5x12xf32> attributes {primitive} {
+  %a = nn.dense(%x, %w)
+  return %a
+}""", lambda x, w: x @ w.T),
+    "sigmoid_mul": ("""relay.func @k(%x: tensor<7x33xf32>) -> tensor<7x33xf32> attributes {primitive} {
+  %s = sigmoid(%x)
+  %m = multiply(%s, %x)
+  return %m
+}""", lambda x: x / (1 + np.exp(-x))),
+    "erf": ("""relay.func @k(%x: tensor<4x40xf32>) -> tensor<4x40xf32> attributes {primitive} {
+  %e = erf(%x)
+  return %e
+}""", lambda x: np.vectorize(math.erf)(x.astype(np.float64))),
+}
+
+
+def lowered(text):
+    m = parse_module(text)
+    for name in ("lower-relay-to-te", "lower-te-to-tir"):
+        PassManager([(None, get_pass_class(name)())]).run(m)
+    return m
+
+
+@pytest.mark.parametrize("passes", ["lower-tir", "tir-flatten-buffer,lower-tir", "tir-loop-partition,tir-vectorize",
+                                    "tir-unroll{auto-max-step=16},tir-storage-rewrite",
+                                    "tir-lower-intrin{erf=poly},tir-remove-no-op"])
+@pytest.mark.parametrize("case", sorted(TE_CASES))
+def test_lowered_te_against_numpy(case, passes):
+    from tvmd.target.llvm import jit
+    text, ref = TE_CASES[case]
+    m = lowered(text)
+    transform(m, passes)
+    (f,) = funcs(m)
+    rng = np.random.default_rng(7)
+    xs = [rng.uniform(-3, 3, a.type.shape).astype(np.float32) for a in f.inputs]
+    want = ref(*xs)
+    out = np.full(f.outputs[0].type.shape, np.nan, np.float32)
+    run(f, *xs, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    out2 = np.full_like(out, np.nan)
+    jit.compile(m, opt_level=1)[f.sym_name](*xs, out2)
+    np.testing.assert_allclose(out2, want, rtol=1e-5, atol=1e-6)
+
+
+# -- random pass orders --------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(kernel=st.sampled_from(KERNELS),
+       order=st.lists(st.sampled_from(ORDERABLE), min_size=1, max_size=6))
+def test_random_pass_orders_preserve_semantics(kernel, order):
+    before = load_kernel(kernel)
+    after = load_kernel(kernel)
+    transform(after, ",".join(order))
+    for f0, f1 in zip(funcs(before), funcs(after)):
+        args = inputs(f0, seed=3)
+        check_same(interpret(f1, args), interpret(f0, args), f"{order} on @{f0.sym_name}")
+
+
+# -- what each pass does -------------------------------------------------------
+
+def ops(m, name):
+    return [o for o in m.walk() if o.name == name]
+
+
+def kernel(name):
+    return load_kernel(os.path.join(os.path.dirname(__file__), "tir_kernels", name + ".tir"))
+
+
+def test_loop_partition_moves_the_tail_guard_to_the_last_tile():
+    m = kernel("add_relu_1d")
+    stats = transform(m, "tir-loop-partition")
+    loops = [o for o in m.walk() if o.name == "tir.for"]
+    main = next(lp for lp in loops if lp.kind == "parallel")
+    assert (main.lower, main.upper) == (0, 15)
+    assert not any(o.name == "tir.if" for o in main.walk())
+    # the tail tile: v < 40 runs unguarded, the rest (provably out of range) is gone
+    assert not ops(m, "tir.if")
+    assert stats["tir-loop-partition"]["loops-partitioned"] == 2
+    inner = sorted((lp.lower, lp.upper) for lp in loops if lp.kind == "vectorized")
+    assert inner == [(0, 40), (0, 64)]
+
+
+def test_loop_partition_pad_guard_on_both_sides():
+    m = parse_module("""
+tir.func @pad(%A: memref<8xf32>, %B: memref<12xf32>) {
+  tir.for %i = 0 to 12 {
+    %c2 = arith.constant 2 : index
+    %c10 = arith.constant 10 : index
+    %lo = arith.cmpi sge, %i, %c2 : index
+    %hi = arith.cmpi slt, %i, %c10 : index
+    %in = arith.andi %lo, %hi : i1
+    tir.if %in {
+      %j = arith.subi %i, %c2 : index
+      %v = tir.load %A[%j] : f32
+      tir.store %v, %B[%i] : f32
+    } else {
+      %z = arith.constant 0.0 : f32
+      tir.store %z, %B[%i] : f32
+    }
+  }
+}""")
+    transform(m, "tir-loop-partition")
+    loops = [(lp.lower, lp.upper) for lp in ops(m, "tir.for")]
+    assert loops == [(0, 2), (2, 10), (10, 12)]
+    assert not ops(m, "tir.if")   # the edges take the else branch, the middle the then branch
+    a = np.arange(8, dtype=np.float32) + 1
+    b = np.full(12, np.nan, np.float32)
+    run(m.body.first, a, b)
+    np.testing.assert_array_equal(b, np.pad(a, 2))
+
+
+def test_loop_partition_leaves_nonlinear_guards():
+    m = parse_module("""
+tir.func @f(%A: memref<16xf32>) {
+  tir.for %i = 0 to 16 {
+    %c3 = arith.constant 3 : index
+    %c0 = arith.constant 0 : index
+    %r = arith.floormodsi %i, %c3 : index
+    %ok = arith.cmpi eq, %r, %c0 : index
+    tir.if %ok {
+      %z = arith.constant 0.0 : f32
+      tir.store %z, %A[%i] : f32
+    }
+  }
+}""")
+    transform(m, "tir-loop-partition")
+    assert len(ops(m, "tir.for")) == 1 and len(ops(m, "tir.if")) == 1
+
+
+def test_vectorize_matmul_inner_loops():
+    m = kernel("matmul_tiled")
+    stats = transform(m, "tir-vectorize")
+    assert not [lp for lp in ops(m, "tir.for") if lp.kind == "vectorized"]
+    assert stats["tir-vectorize"]["loops-vectorized"] == 2
+    vec = {str(o.results[0].type) for o in ops(m, "tir.load") if isinstance(o.results[0].type, T.VectorType)}
+    assert vec == {"vector<16xf32>"}
+    # the row value of A is loop-invariant: one scalar load, broadcast
+    assert len(ops(m, "tir.broadcast")) == 2
+
+
+def test_vectorize_keeps_gathers_and_dependent_loops():
+    m = parse_module("""
+tir.func @f(%A: memref<8x8xf32>, %B: memref<8xf32>, %C: memref<9xf32>) {
+  tir.for %j = 0 to 8 vectorized {
+    %c0 = arith.constant 0 : index
+    %a = tir.load %A[%j, %c0] : f32
+    tir.store %a, %B[%j] : f32
+  }
+  tir.for %j = 0 to 8 vectorized {
+    %c1 = arith.constant 1 : index
+    %k = arith.addi %j, %c1 : index
+    %a = tir.load %C[%j] : f32
+    tir.store %a, %C[%k] : f32
+  }
+}""")
+    stats = transform(m, "tir-vectorize")
+    assert len([lp for lp in ops(m, "tir.for") if lp.kind == "vectorized"]) == 2
+    assert stats["tir-vectorize"]["loops-kept"] == 2
+
+
+def test_unroll_unrolled_loops_and_pragma():
+    m = kernel("matmul_tiled")
+    transform(m, "tir-unroll")
+    assert not [lp for lp in ops(m, "tir.for") if lp.kind == "unrolled"]
+    assert len(ops(m, "tir.load")) == 2 + 8 * 3   # A row loads unrolled x8 with B and C inside
+    m = parse_module("""
+tir.func @f(%A: memref<4x4xf32>) {
+  tir.for %i = 0 to 4 attributes {pragma_auto_unroll_max_step = 16} {
+    tir.for %j = 0 to 4 {
+      %z = arith.constant 0.0 : f32
+      tir.store %z, %A[%i, %j] : f32
+    }
+  }
+}""")
+    transform(m, "tir-unroll")
+    assert not ops(m, "tir.for") and len(ops(m, "tir.store")) == 16
+    m = parse_module("""
+tir.func @f(%A: memref<100xf32>) {
+  tir.for %i = 0 to 100 unrolled {
+    %z = arith.constant 0.0 : f32
+    tir.store %z, %A[%i] : f32
+  }
+}""")
+    transform(m, "tir-unroll{max-step=64}")
+    assert len(ops(m, "tir.for")) == 1   # longer than max-step: left to LLVM's unroller
+
+
+def test_remove_no_op():
+    m = parse_module("""
+tir.func @f(%A: memref<16xf32>, %B: memref<16xf32>) {
+  %T = tir.alloc : memref<16xf32>
+  tir.for %i = 0 to 16 {
+    %v = tir.load %A[%i] : f32
+    tir.store %v, %A[%i] : f32
+    tir.store %v, %T[%i] : f32
+  }
+  tir.for %i = 4 to 4 {
+    %v = tir.load %A[%i] : f32
+    tir.store %v, %B[%i] : f32
+  }
+  %t = arith.constant true
+  tir.if %t {
+    tir.for %i = 0 to 16 {
+      %v = tir.load %A[%i] : f32
+      tir.store %v, %B[%i] : f32
+    }
+  }
+}""")
+    stats = transform(m, "tir-remove-no-op")["tir-remove-no-op"]
+    assert [o.name for o in m.body.first.body.ops] == ["tir.for"]
+    assert stats["stores-removed"] == 1 and stats["allocs-removed"] == 1 and stats["ifs-removed"] == 1
+
+
+def test_remove_no_op_keeps_store_after_intervening_write():
+    m = parse_module("""
+tir.func @f(%A: memref<16xf32>) {
+  tir.for %i = 0 to 16 {
+    %v = tir.load %A[%i] : f32
+    %z = arith.constant 0.0 : f32
+    tir.store %z, %A[%i] : f32
+    tir.store %v, %A[%i] : f32
+  }
+}""")
+    transform(m, "tir-remove-no-op")
+    assert len(ops(m, "tir.store")) == 2
+
+
+def test_storage_rewrite_shares_dead_buffers():
+    text = """
+tir.func @f(%A: memref<64xf32>, %B: memref<64xf32>) {
+  %T1 = tir.alloc : memref<4x16xf32>
+  %T2 = tir.alloc : memref<32xf32>
+  %T3 = tir.alloc : memref<64xi32>
+  tir.for %i = 0 to 4 {
+    tir.for %j = 0 to 16 {
+      %c16 = arith.constant 16 : index
+      %r = arith.muli %i, %c16 : index
+      %k = arith.addi %r, %j : index
+      %a = tir.load %A[%k] : f32
+      tir.store %a, %T1[%i, %j] : f32
+      %n = arith.fptosi %a : f32 to i32
+      tir.store %n, %T3[%k] : i32
+    }
+  }
+  tir.for %i = 0 to 4 {
+    tir.for %j = 0 to 16 {
+      %c16 = arith.constant 16 : index
+      %r = arith.muli %i, %c16 : index
+      %k = arith.addi %r, %j : index
+      %a = tir.load %T1[%i, %j] : f32
+      %n = tir.load %T3[%k] : i32
+      %f = arith.sitofp %n : i32 to f32
+      %s = arith.addf %a, %f : f32
+      tir.store %s, %B[%k] : f32
+    }
+  }
+  tir.for %i = 0 to 32 {
+    %a = tir.load %B[%i] : f32
+    %e = tir.intrin "exp"(%a) : f32
+    tir.store %e, %T2[%i] : f32
+  }
+  tir.for %i = 0 to 32 {
+    %a = tir.load %T2[%i] : f32
+    tir.store %a, %B[%i] : f32
+  }
+}"""
+    m = parse_module(text)
+    # n-d T1 cannot host the 1-d T2 until flattened; the i32 buffer never shares with floats
+    assert not transform(m, "tir-storage-rewrite")
+    assert len(ops(m, "tir.alloc")) == 3
+    m = parse_module(text)
+    stats = transform(m, "tir-flatten-buffer,tir-storage-rewrite")
+    assert stats["tir-storage-rewrite"]["allocs-reused"] == 1
+    assert sorted(str(o.results[0].type) for o in ops(m, "tir.alloc")) == ["memref<64xf32>", "memref<64xi32>"]
+    a = np.random.default_rng(0).uniform(-2, 2, 64).astype(np.float32)
+    f0 = parse_module(text).body.first
+    want = interpret(f0, [a, np.zeros(64, np.float32)])
+    check_same(interpret(m.body.first, [a, np.zeros(64, np.float32)]), want, "storage-rewrite")
+
+
+def test_storage_rewrite_keeps_overlapping_buffers():
+    m = kernel("alloc_intermediate")
+    assert not transform(m, "tir-storage-rewrite")
+
+
+def test_flatten_buffer_makes_accesses_1d():
+    m = kernel("alloc_intermediate")
+    transform(m, "tir-flatten-buffer{flatten-params=true}")
+    for o in ops(m, "tir.load") + ops(m, "tir.store"):
+        buf = o.operands[0 if o.name == "tir.load" else 1]
+        assert buf.type.rank == 1 and len(o.operands) == (2 if o.name == "tir.load" else 3)
+    assert [str(a.type) for a in m.body.first.args] == ["memref<256xf32>", "memref<256xf32>"]
+    m = kernel("dynamic")
+    transform(m, "tir-flatten-buffer{flatten-params=true}")
+    assert str(m.lookup("iota2d").args[2].type) == "memref<?x?xf32>"   # dynamic: kept
+
+
+def test_lower_intrin():
+    m = kernel("intrinsics")
+    stats = transform(m, "tir-lower-intrin")
+    names = [o.attributes["intrin"] for o in ops(m, "tir.intrin")]
+    assert "sigmoid" not in names and "rsqrt" not in names and "erf" in names   # scalar erf: libm
+    assert stats["tir-lower-intrin"]["intrinsics-lowered"] == 2
+    m = kernel("intrinsics")
+    transform(m, "tir-lower-intrin{target=cuda}")
+    names = [o.attributes["intrin"] for o in ops(m, "tir.intrin")]
+    assert "sigmoid" not in names and "rsqrt" in names and "erf" in names
+    m = kernel("vector")
+    transform(m, "tir-lower-intrin")
+    assert "erf" not in [o.attributes["intrin"] for o in ops(m, "tir.intrin")]   # vector erf: polynomial
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_erf_polynomial_accuracy(dtype):
+    m = parse_module(f"""
+tir.func @f(%A: memref<4001x{dtype}>, %B: memref<4001x{dtype}>) {{
+  tir.for %i = 0 to 4001 {{
+    %a = tir.load %A[%i] : {dtype}
+    %e = tir.intrin "erf"(%a) : {dtype}
+    tir.store %e, %B[%i] : {dtype}
+  }}
+}}""")
+    transform(m, "tir-lower-intrin{erf=poly}")
+    assert not ops(m, "tir.intrin") or all(o.attributes["intrin"] != "erf" for o in ops(m, "tir.intrin"))
+    np_dt = np.float32 if dtype == "f32" else np.float16
+    x = np.linspace(-6, 6, 4001).astype(np_dt)
+    x[2000] = 0.0
+    x[:3] = [0.4999, -0.5, 1e-4]
+    out = np.zeros_like(x)
+    run(m.body.first, x, out)
+    ref = np.vectorize(math.erf)(x.astype(np.float64))
+    if dtype == "f32":
+        assert np.max(np.abs(out - ref)) < 1e-6
+        small = np.abs(x) < 0.5
+        np.testing.assert_allclose(out[small], ref[small], rtol=1e-6, atol=1e-12)
+    else:
+        np.testing.assert_allclose(out, ref, atol=2e-3)
+
+
+DOUBLE = """
+tir.func @db(%A: memref<8x16xf32>, %B: memref<8x16xf32>) {
+  tir.for %k = 0 to 8 {
+    %S = tir.alloc {double_buffer} : memref<16xf32, "local">
+    tir.for %j = 0 to 16 {
+      %a = tir.load %A[%k, %j] : f32
+      %two = arith.constant 2.0 : f32
+      %m = arith.mulf %a, %two : f32
+      tir.store %m, %S[%j] : f32
+    }
+    tir.for %j = 0 to 16 {
+      %c15 = arith.constant 15 : index
+      %r = arith.subi %c15, %j : index
+      %s = tir.load %S[%r] : f32
+      %e = tir.intrin "exp"(%s) : f32
+      tir.store %e, %B[%k, %j] : f32
+    }
+  }
+}"""
+
+
+def test_inject_double_buffer():
+    from tvmd.target.llvm import jit
+    m = parse_module(DOUBLE)
+    assert "tir.alloc {double_buffer} : memref<16xf32, \"local\">" in print_module(m)
+    stats = transform(m, "tir-inject-double-buffer")
+    assert stats["tir-inject-double-buffer"]["buffers-doubled"] == 1
+    (alloc,) = ops(m, "tir.alloc")
+    assert str(alloc.results[0].type) == 'memref<2x16xf32, "local">'
+    assert alloc.parent_op.name == "tir.func"   # hoisted out of the loop
+    loop = next(o for o in m.body.first.body.ops if o.name == "tir.for")
+    (guard,) = [o for o in loop.body.ops if o.name == "tir.if"]   # the fill of k+1, then compute of k
+    assert any(o.name == "tir.store" for o in guard.walk())
+    a = np.random.default_rng(1).uniform(-1, 1, (8, 16)).astype(np.float32)
+    want = np.exp(2 * a[:, ::-1])
+    b = np.zeros_like(a)
+    run(m.body.first, a, b)
+    np.testing.assert_allclose(b, want, rtol=1e-6)
+    b2 = np.zeros_like(a)
+    jit.compile(m)["db"](a, b2)
+    np.testing.assert_allclose(b2, want, rtol=1e-6)
+
+
+def test_inject_double_buffer_skips_when_fill_reads_what_compute_writes():
+    text = DOUBLE.replace("tir.store %e, %B[%k, %j] : f32",
+                          "tir.store %e, %B[%k, %j] : f32\n      tir.store %e, %A[%k, %j] : f32")
+    m = parse_module(text)
+    stats = transform(m, "tir-inject-double-buffer")
+    assert stats["tir-inject-double-buffer"]["skipped"] == 1
+    assert len(ops(m, "tir.alloc")) == 1 and ops(m, "tir.alloc")[0].results[0].type.shape == (16,)
+
+
+def test_lower_tir_pipeline_order_and_cuda_skip():
+    from tvmd.dialects.tir.passes.pipeline import LowerTIR
+    names = [p.NAME for p in LowerTIR().passes()]
+    assert names[:4] == ["tir-inject-double-buffer", "tir-simplify", "tir-loop-partition", "tir-simplify"]
+    assert names.index("tir-vectorize") < names.index("tir-unroll") < names.index("tir-lower-intrin")
+    cuda = [p.NAME for p in LowerTIR(target="cuda").passes()]
+    assert "tir-vectorize" not in cuda
+    lower = next(p for p in LowerTIR(target="cuda").passes() if p.NAME == "tir-lower-intrin")
+    assert lower.target == "cuda"
+
+
+def test_lower_tir_on_add_relu_1d_is_guard_free_vector_code():
+    m = kernel("add_relu_1d")
+    transform(m, "lower-tir")
+    assert not ops(m, "tir.if")
+    assert {str(o.results[0].type) for o in ops(m, "tir.load")} == {"vector<64xf32>", "vector<40xf32>"}
+
+
+@pytest.mark.parametrize("opt,msg", [("tir-lower-intrin{target=rocm}", "target must be llvm or cuda"),
+                                     ("tir-lower-intrin{erf=fast}", "erf must be"),
+                                     ("lower-tir{target=x86}", "target must be llvm or cuda"),
+                                     ("tir-vectorize{max-lanes=0}", "max-lanes")])
+def test_bad_options_are_diagnostics(opt, msg):
+    from tools import tvm_opt
+    r = tvm_opt(*[os.path.join(os.path.dirname(__file__), "tir_kernels", "vector.tir"),
+                  f"--pass-pipeline={opt}"])
+    assert r.returncode == 1 and msg in r.stderr and "Traceback" not in r.stderr
