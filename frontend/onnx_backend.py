@@ -6,9 +6,11 @@
     outputs = backend.run_model(model, [x])
 
 A model is imported to relay (``from_onnx``) and run by an executor chosen
-by `mode`: "interpreter" (the relay reference interpreter, the only one
-today); a later issue adds compiled execution under another name in
-``EXECUTORS``.
+by `mode`: "compiled" (the default: ``tvmd.runtime.build`` compiles the
+module once per import -- graph passes, kernels lowered to TIR, LLVM JIT --
+and every ``run`` executes it; kernels without a TE compute and graphs with
+control flow run on the ops' numpy reference) or "interpreter" (the relay
+reference interpreter, nothing compiled).
 
 Relay wants some values ONNX computes -- a Reshape's target shape, Slice's
 bounds, a Range's limits -- at import time.  When such a value comes from
@@ -40,8 +42,22 @@ class InterpreterExecutor:
         return [list(r) if isinstance(r, tuple) else r for r in results]
 
 
-EXECUTORS = {"interpreter": InterpreterExecutor}
-DEFAULT_MODE = "interpreter"
+class CompiledExecutor:
+    """Compiles @main once (runtime/build.py); each call runs the compiled model."""
+
+    def __init__(self, module):
+        from ..runtime.build import build
+        self.module = module
+        self.compiled = build(module, progress=False)
+
+    def __call__(self, arrays):
+        import numpy as np
+        results = self.compiled.run_list(*[np.asarray(a) if not isinstance(a, list) else a for a in arrays])
+        return [list(r) if isinstance(r, tuple) else r for r in results]
+
+
+EXECUTORS = {"compiled": CompiledExecutor, "interpreter": InterpreterExecutor}
+DEFAULT_MODE = "compiled"
 
 
 class _Import:
@@ -155,7 +171,7 @@ def _same(a, b):
 
 
 class TvmdBackend(Backend):
-    """``prepare(model, device="CPU", mode="interpreter", **from_onnx options)``."""
+    """``prepare(model, device="CPU", mode="compiled" | "interpreter", **from_onnx options)``."""
 
     @classmethod
     def prepare(cls, model, device="CPU", mode=DEFAULT_MODE, **kwargs):

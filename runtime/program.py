@@ -205,10 +205,14 @@ class Program:
         ptrs = [None] * (len(ins) + n_out)
         dyn_in = []
         for j, i in enumerate(ins):
-            if i in consts:
-                ptrs[j] = consts[i].ctypes.data
+            p = sig.params[j]
+            shape, dtype = tuple(p.shape), np.dtype(p.dtype)
+            c = consts.get(i)
+            if c is not None and c.shape == shape and c.dtype == dtype:
+                ptrs[j] = c.ctypes.data
             else:
-                dyn_in.append((j, i))
+                dyn_in.append((j, i, shape, dtype))
+        name = callee.sym_name
         dyn_out = []
         for k, b in enumerate(fixed_out):
             if b is not None:
@@ -218,8 +222,14 @@ class Program:
 
         def run(env):
             args = list(ptrs)
-            for j, i in dyn_in:
+            for j, i, shape, dtype in dyn_in:
                 a = env[i]
+                if not isinstance(a, np.ndarray):
+                    a = np.asarray(a)
+                # the pointer is all the kernel gets: a wrong array would be read out of bounds
+                if a.shape != shape or a.dtype != dtype:
+                    raise _error(f"@{name}: argument {j} is {a.dtype}{list(a.shape)}, "
+                                 f"the kernel takes {dtype}{list(shape)}")
                 if not (a.flags.c_contiguous and a.ctypes.data % ALIGN == 0):
                     a = as_aligned(np.ascontiguousarray(a))
                     env[i] = a

@@ -183,3 +183,34 @@ tir.func @mixed(%A: memref<8xf32>, %B: memref<8xf32>, %C: memref<8xf32>) attribu
     np.testing.assert_array_equal(B, (A * A)[::-1])
     np.testing.assert_array_equal(C, B)
     assert [g for _, g, _ in lib.launches] == [(2, 1, 1), (1, 1, 1), (1, 1, 1)]
+
+
+def test_a_thread_updating_its_own_slot_needs_no_barrier():
+    text = """
+tir.func @partial(%A: memref<4x64xf32>, %R: memref<4xf32>) {
+  tir.for %b = 0 to 4 thread("blockIdx.x") {
+    %P = tir.alloc : memref<THREADSx32xf32, "shared">
+    tir.for %y = 0 to THREADS thread("threadIdx.y") {
+      tir.for %t = 0 to 32 thread("threadIdx.x") {
+        %z = arith.constant 0.0 : f32
+        tir.store %z, %P[SLOT, %t] : f32
+        tir.for %k = 0 to 2 {
+          %c32 = arith.constant 32 : index
+          %o = arith.muli %k, %c32 : index
+          %g = arith.addi %o, %t : index
+          %x = tir.load %A[%b, %g] : f32
+          %p = tir.load %P[SLOT, %t] : f32
+          %s = arith.addf %p, %x : f32
+          tir.store %s, %P[SLOT, %t] : f32
+        }
+      }
+    }
+  }
+}"""
+    # each (y, t) thread owns P[y, t]: no barrier at all
+    own = parse_module(text.replace("THREADS", "2").replace("SLOT", "%y"))
+    assert sync_function(own.lookup("partial")) == 0
+    # P[0, t] is shared by the threads that differ only in y: barriers
+    shared = parse_module(text.replace("THREADS", "2").replace("SLOT", "%c0").replace(
+        "%z = arith.constant 0.0 : f32", "%z = arith.constant 0.0 : f32\n        %c0 = arith.constant 0 : index"))
+    assert sync_function(shared.lookup("partial")) > 0

@@ -181,6 +181,40 @@ def test_softmax_row_reductions_become_separate_kernels():
     assert lib.launches[0][2] == (5, 1, 1) and lib.launches[2][2] == (185, 1, 1)
 
 
+def test_long_rows_reduce_with_a_block_of_32_threads_per_row():
+    m = te_kernel(SOFTMAX.replace("37", "100"))
+    A = np.random.default_rng(4).standard_normal((5, 100)).astype("float32") * 4
+    lib, (R,) = run(m, "softmax", [A], [((5, 100), "float32")])
+    e = np.exp(A - A.max(1, keepdims=True))
+    np.testing.assert_allclose(R, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    # max and sum: one block of 32 per row; the division: elementwise
+    assert lib.launches[:2] == [("softmax_kernel0", (5, 1, 1), (32, 1, 1)),
+                                ("softmax_kernel1", (5, 1, 1), (32, 1, 1))]
+    k0 = lib.source[lib.source.index("// launch @softmax_kernel0"):lib.source.index("// launch @softmax_kernel1")]
+    assert "__shared__ float M_rf[32];" in k0
+    # partial maxima per thread need no barrier; one before thread 0 combines them
+    assert k0.count("__syncthreads();") == 1 and "if (threadIdx.x < 1)" in k0
+
+
+ROWSUM3 = """
+te.func @rowsum(%A: tensor<3x4x80xf32>) -> tensor<3x4xf32> {
+  %S = te.compute [%i, %j] reduce [%k: 80] "sum" : tensor<3x4xf32> {
+    %a = te.read %A[%i, %j, %k] : f32
+    yield %a
+  }
+  return %S
+}
+"""
+
+
+def test_rank2_row_reduction_uses_a_2d_grid():
+    m = te_kernel(ROWSUM3)
+    A = np.random.default_rng(5).standard_normal((3, 4, 80)).astype("float32")
+    lib, (S,) = run(m, "rowsum", [A], [((3, 4), "float32")])
+    np.testing.assert_allclose(S, A.sum(-1), rtol=1e-5, atol=1e-5)
+    assert lib.launches == [("rowsum", (4, 3, 1), (32, 1, 1))]
+
+
 def test_rank0_reduction_runs_on_one_thread():
     m = te_kernel(TOTAL)
     A = np.random.default_rng(2).standard_normal((6, 7)).astype("float32")
@@ -198,7 +232,7 @@ def test_nvcc_compiles_every_default_schedule():
         src, kernels = generate(m)
         assert all("__launch_bounds__" in src for _ in kernels)
         sources.append((case, src))
-    for text in (SOFTMAX, TOTAL):
+    for text in (SOFTMAX, SOFTMAX.replace("37", "100"), ROWSUM3, TOTAL):
         sources.append(("te", generate(te_kernel(text))[0]))
     for case, src in sources:
         cubin = compile_cuda(src, "sm_90", "cubin")

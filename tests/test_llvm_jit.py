@@ -218,56 +218,6 @@ def test_parallel_loops_with_two_threads_and_one(monkeypatch):
     np.testing.assert_array_equal(results[0], results[2])
 
 
-BUSY = """
-tir.func @busy(%O: memref<4xf32>) {
-  tir.for %t = 0 to 4 parallel {
-    %z = arith.constant 0.0 : f32
-    tir.store %z, %O[%t] : f32
-    tir.for %k = 0 to 3000000 {
-      %o = tir.load %O[%t] : f32
-      %one = arith.constant 1.0 : f32
-      %s = arith.addf %o, %one : f32
-      %h = arith.constant 0.5 : f32
-      %m = arith.mulf %s, %h : f32
-      tir.store %m, %O[%t] : f32
-    }
-  }
-}
-"""
-
-
-def _os_threads():
-    return len(os.listdir("/proc/self/task"))
-
-
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc to count threads")
-def test_parallel_loop_really_starts_threads(monkeypatch):
-    """While a parallel kernel runs (ctypes drops the GIL), sample the
-    process's OS threads from Python: with TVMD_NUM_THREADS=2 one more
-    thread appears; with 1, none does."""
-    import threading
-    lib = jit.compile(parse_module(BUSY))
-
-    def peak_threads(n):
-        monkeypatch.setenv("TVMD_NUM_THREADS", n)
-        peak, done = [0], threading.Event()
-
-        def sample():
-            while not done.is_set():
-                peak[0] = max(peak[0], _os_threads())
-        t = threading.Thread(target=sample)
-        t.start()
-        o = np.zeros(4, np.float32)
-        lib.busy(o)
-        done.set()
-        t.join()
-        np.testing.assert_allclose(o, 1.0, rtol=1e-6)   # x = (x + 1) / 2 converges to 1
-        return peak[0]
-
-    serial = peak_threads("1")
-    assert peak_threads("2") >= serial + 1
-
-
 def test_object_file_round_trip(tmp_path):
     m, _ = compiled("dynamic.tir")
     path = tmp_path / "k.o"

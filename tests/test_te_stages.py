@@ -52,7 +52,7 @@ def lower_and_run(text, args):
     verify(m)
     printed = print_module(m)
     assert print_module(parse_module(printed)) == printed
-    f = next(op for op in m.body.ops if op.name == "tir.func")
+    f = [op for op in m.body.ops if op.name == "tir.func"][-1]   # the lowered te.func (after any extern kernel)
     outs = [np.full(o.type.shape, 0, o.type.dtype) for o in f.body.args[len(args):]]
     run_tir(f, *args, *outs)
     return m, printed, outs
@@ -283,3 +283,64 @@ def test_storage_align_diagnostics():
     m = parse_module(MATMUL.replace("SCHEDULE", "  te.storage_align %C {axis = 0, factor = 4, offset = 1}"))
     with pytest.raises(DiagnosticError, match="cannot pad 'C': it is an output of the function"):
         apply_to_func(m.body.first)
+
+
+# -- te.extern ------------------------------------------------------------------------------
+
+EXTERN = """tir.func @reverse_rows(%X: memref<4x6xf32>, %Y: memref<4x6xf32>) {
+  tir.for %i = 0 to 4 {
+    tir.for %j = 0 to 6 {
+      %c5 = arith.constant 5 : index
+      %r = arith.subi %c5, %j : index
+      %v = tir.load %X[%i, %r] : f32
+      tir.store %v, %Y[%i, %j] : f32
+    }
+  }
+}
+te.func @f(%A: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %B = te.compute [%i, %j] : tensor<4x6xf32> {
+    %a = te.read %A[%i, %j] : f32
+    %e = te.intrin "exp"(%a) : f32
+    yield %e
+  }
+  %R = te.extern @reverse_rows(%B) : tensor<4x6xf32>
+  %C = te.compute [%i, %j] : tensor<4x6xf32> {
+    %r = te.read %R[%i, %j] : f32
+    %s = arith.addf %r, %r : f32
+    yield %s
+  }
+SCHEDULE
+  return %C
+}
+"""
+
+
+def extern_want(a):
+    return 2 * np.exp(a)[:, ::-1]
+
+
+@pytest.mark.parametrize("sched", ["", "  %i, %j = te.axes %C\n  te.parallel %i"])
+def test_extern_runs_everywhere(sched):
+    out, tir = schedule(EXTERN.replace("SCHEDULE", sched), extern_want)
+    assert "te.extern_call @reverse_rows(%B, %R)" in out
+    assert "%R = tir.alloc : memref<4x6xf32>" in tir
+    from tvmd.target.llvm import jit
+    m = parse_module(EXTERN.replace("SCHEDULE", sched))
+    PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
+    a = RNG.standard_normal((4, 6)).astype(np.float32)
+    c = np.zeros((4, 6), np.float32)
+    jit.compile(m)["f"](a, c)
+    np.testing.assert_allclose(c, extern_want(a), rtol=1e-5)
+
+
+def test_extern_diagnostics():
+    bad = EXTERN.replace("SCHEDULE", "").replace("te.extern @reverse_rows(%B) : tensor<4x6xf32>",
+                                                 "te.extern @reverse_rows(%B, %A) : tensor<4x6xf32>")
+    with pytest.raises(DiagnosticError, match="@reverse_rows takes 2 buffer"):
+        verify(parse_module(bad))
+    bad = EXTERN.replace("SCHEDULE", "").replace("@reverse_rows(%B)", "@nope(%B)")
+    with pytest.raises(DiagnosticError, match="@nope is not a tir.func of this module"):
+        verify(parse_module(bad))
+    m = parse_module(EXTERN.replace("SCHEDULE", "  %i, %j = te.axes %C\n  te.compute_at %B, %i"))
+    with pytest.raises(DiagnosticError, match="'B' is also read by the te.extern @reverse_rows"):
+        apply_to_func(m.lookup("f"))

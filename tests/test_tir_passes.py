@@ -8,6 +8,7 @@ lowered from te."""
 import glob
 import math
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -21,6 +22,9 @@ from tvmd.ir.printer import print_module
 from tvmd.ir.registry import get_pass_class
 from tvmd.ir.verifier import verify
 from tvmd.parser import parse_module
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tools import tvm_opt  # noqa: E402
 
 KERNELS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "tir_kernels", "*.tir")))
 KERNEL_IDS = [os.path.basename(k)[:-4] for k in KERNELS]
@@ -213,12 +217,24 @@ def test_lowered_te_against_numpy(case, passes):
 
 # -- random pass orders --------------------------------------------------------
 
-@settings(max_examples=25, deadline=None)
-@given(kernel=st.sampled_from(KERNELS),
+_LOWERED: dict = {}
+
+
+def source(kernel):
+    """A fresh module: a kernel file, or ("te", case) lowered from relay."""
+    if isinstance(kernel, tuple):
+        if kernel[1] not in _LOWERED:
+            _LOWERED[kernel[1]] = print_module(lowered(TE_CASES[kernel[1]][0]))
+        return parse_module(_LOWERED[kernel[1]])
+    return load_kernel(kernel)
+
+
+@settings(max_examples=40, deadline=None)
+@given(kernel=st.sampled_from(KERNELS + [("te", c) for c in sorted(TE_CASES)]),
        order=st.lists(st.sampled_from(ORDERABLE), min_size=1, max_size=6))
 def test_random_pass_orders_preserve_semantics(kernel, order):
-    before = load_kernel(kernel)
-    after = load_kernel(kernel)
+    before = source(kernel)
+    after = source(kernel)
     transform(after, ",".join(order))
     for f0, f1 in zip(funcs(before), funcs(after)):
         args = inputs(f0, seed=3)
@@ -331,7 +347,7 @@ def test_unroll_unrolled_loops_and_pragma():
     m = kernel("matmul_tiled")
     transform(m, "tir-unroll")
     assert not [lp for lp in ops(m, "tir.for") if lp.kind == "unrolled"]
-    assert len(ops(m, "tir.load")) == 2 + 8 * 3   # A row loads unrolled x8 with B and C inside
+    assert len(ops(m, "tir.load")) == 8 * 3   # the A, B and C loads, once per unrolled row
     m = parse_module("""
 tir.func @f(%A: memref<4x4xf32>) {
   tir.for %i = 0 to 4 attributes {pragma_auto_unroll_max_step = 16} {
@@ -367,7 +383,7 @@ tir.func @f(%A: memref<16xf32>, %B: memref<16xf32>) {
     %v = tir.load %A[%i] : f32
     tir.store %v, %B[%i] : f32
   }
-  %t = arith.constant true
+  %t = arith.constant true : i1
   tir.if %t {
     tir.for %i = 0 to 16 {
       %v = tir.load %A[%i] : f32
@@ -536,7 +552,8 @@ def test_inject_double_buffer():
     (alloc,) = ops(m, "tir.alloc")
     assert str(alloc.results[0].type) == 'memref<2x16xf32, "local">'
     assert alloc.parent_op.name == "tir.func"   # hoisted out of the loop
-    loop = next(o for o in m.body.first.body.ops if o.name == "tir.for")
+    prologue, loop = [o for o in m.body.first.body.ops if o.name == "tir.for"]
+    assert prologue.upper == 16   # the fill of k = 0
     (guard,) = [o for o in loop.body.ops if o.name == "tir.if"]   # the fill of k+1, then compute of k
     assert any(o.name == "tir.store" for o in guard.walk())
     a = np.random.default_rng(1).uniform(-1, 1, (8, 16)).astype(np.float32)
@@ -581,7 +598,54 @@ def test_lower_tir_on_add_relu_1d_is_guard_free_vector_code():
                                      ("lower-tir{target=x86}", "target must be llvm or cuda"),
                                      ("tir-vectorize{max-lanes=0}", "max-lanes")])
 def test_bad_options_are_diagnostics(opt, msg):
-    from tools import tvm_opt
     r = tvm_opt(*[os.path.join(os.path.dirname(__file__), "tir_kernels", "vector.tir"),
                   f"--pass-pipeline={opt}"])
     assert r.returncode == 1 and msg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_storage_rewrite_never_shares_within_one_statement():
+    """T1's last use and T2's first use are the same loop: sharing would
+    make the reversal read what it has just overwritten."""
+    text = """
+tir.func @f(%A: memref<16xf32>, %B: memref<16xf32>) {
+  %T1 = tir.alloc : memref<16xf32>
+  %T2 = tir.alloc : memref<16xf32>
+  tir.for %i = 0 to 16 {
+    %a = tir.load %A[%i] : f32
+    tir.store %a, %T1[%i] : f32
+  }
+  tir.for %i = 0 to 16 {
+    %c15 = arith.constant 15 : index
+    %r = arith.subi %c15, %i : index
+    %a = tir.load %T1[%r] : f32
+    tir.store %a, %T2[%i] : f32
+  }
+  tir.for %i = 0 to 16 {
+    %a = tir.load %T2[%i] : f32
+    tir.store %a, %B[%i] : f32
+  }
+}"""
+    m = parse_module(text)
+    assert not transform(m, "tir-storage-rewrite")
+    a = np.arange(16, dtype=np.float32)
+    b = np.zeros(16, np.float32)
+    run(m.body.first, a, b)
+    np.testing.assert_array_equal(b, a[::-1])
+
+
+def test_broadcast_op_checks_its_types():
+    m = parse_module("""
+tir.func @f(%A: memref<8xf32>, %x: f32) {
+  %c0 = arith.constant 0 : index
+  %v = tir.broadcast %x : vector<8xf32>
+  tir.store %v, %A[%c0] : vector<8xf32>
+}""")
+    printed = print_module(m)
+    assert "%v = tir.broadcast %x : vector<8xf32>" in printed
+    a = np.zeros(8, np.float32)
+    run(m.body.first, a, np.float32(2.5))
+    assert (a == 2.5).all()
+    r = tvm_opt("-", stdin="""tir.func @f(%x: f32, %A: memref<8xf32>) {
+  %v = tir.broadcast %x : vector<8xf64>
+}""")
+    assert r.returncode == 1 and "element types differ" in r.stderr and "Traceback" not in r.stderr

@@ -134,6 +134,14 @@ def test_binary_unsigned(op):
     binop(op, ("4x8", "ui8"), ("8", "ui8"), inputs=[a, b])
 
 
+@pytest.mark.parametrize("op", ["maximum", "minimum", "less", "greater_equal", "add", "bitwise_and"])
+def test_binary_uint64(op):
+    # compares as unsigned without widening: values past 2**63
+    a = np.array([2 ** 64 - 1, 2 ** 63, 5, 0, 2 ** 63 - 1, 7], np.uint64)
+    b = np.array([1, 2 ** 63 + 1, 2 ** 63, 0, 2 ** 63, 7], np.uint64)
+    binop(op, ("6", "ui64"), ("6", "ui64"), inputs=[a, b])
+
+
 @pytest.mark.parametrize("op", ["add", "multiply", "maximum", "minimum", "equal", "not_equal", "less",
                                 "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
                                 "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"])
@@ -288,10 +296,60 @@ def test_fused_chain():
 
 # -- what has no TE compute: a diagnostic at the op -------------------------------------------
 
-@pytest.mark.parametrize("op,dtype", [("divide", "ui64"), ("maximum", "ui64"), ("subtract", "i1"),
+@pytest.mark.parametrize("op,dtype", [("divide", "ui64"), ("right_shift", "ui64"), ("subtract", "i1"),
                                       ("divide", "i1")])
 def test_unsupported_is_a_diagnostic(op, dtype):
     m = parse_module(prim([("a", ty("4", dtype)), ("b", ty("4", dtype))], [f"%r = {op}(%a, %b)"]))
     with pytest.raises(DiagnosticError) as info:
         lower_function(m, m.body.first)
     assert op in str(info.value) and "TE compute" in str(info.value)
+
+
+# -- CUDA: every compute through the cuda default schedule, and nvcc accepting the source -----------
+
+def cuda_compiles(funcs):
+    """Lower relay functions [(params, body line)] for target cuda and compile the CUDA C."""
+    from tvmd.conversion.relay_to_te.pass_ import LowerRelayToTE
+    from tvmd.conversion.te_to_tir.apply_schedule import ApplySchedule
+    from tvmd.conversion.te_to_tir.lower import LowerTEToTIR
+    from tvmd.dialects.tir.passes.simplify import Simplify
+    from tvmd.ir.pass_manager import PassManager
+    from tvmd.target.cuda.codegen import generate
+    from tvmd.target.cuda.compile import compile_cuda
+    from tvmd.target.cuda.target import CUDATarget
+
+    text = "".join(prim(params, [body]).replace("@k(", f"@k{i}(") for i, (params, body) in enumerate(funcs))
+    m = parse_module(text)
+    PassManager([(None, LowerRelayToTE(target="cuda")), (None, ApplySchedule()), (None, LowerTEToTIR()),
+                 (None, Simplify())]).run(m)
+    src, kernels = generate(m, CUDATarget("sm_90"))
+    cubin = compile_cuda(src, "sm_90", "cubin")
+    for k in kernels:
+        assert k.symbol.encode() in cubin, k.name
+
+
+def _have_cuda_compiler():
+    from tvmd.target.cuda.compile import have_compiler
+    return have_compiler()
+
+
+@pytest.mark.skipif(not _have_cuda_compiler(), reason="no CUDA compiler (nvcc or NVRTC) on this machine")
+def test_cuda_source_compiles():
+    f32, vec = ty("4x32", "f32"), ty("32", "f32")
+    funcs = [([("a", f32), ("b", vec)], f"%r = {op}(%a, %b)") for op in FLOAT_BINARY + ["power"]]
+    for dtype in ("i32", "ui8"):
+        funcs += [([("a", ty("4x32", dtype)), ("b", ty("32", dtype))], f"%r = {op}(%a, %b)")
+                  for op in INT_BINARY + ["left_shift", "right_shift", "power"]]
+    funcs += [([("x", f32)], f"%r = {op}(%x)") for op in sorted(DOMAINS) + ["nn.gelu", "nn.leaky_relu"]]
+    for dtype in ("f32", "i32", "i1"):
+        funcs += [([("x", ty("4x32", dtype))], f"%r = {op}(%x)")
+                  for op in ["floor", "round", "abs", "sign", "isnan", "isinf", "isfinite", "logical_not", "copy",
+                             "ones_like"]]
+    funcs += [([("x", ty("4x32", src))], f'%r = cast(%x) {{dtype = "{dst}"}}') for src, dst, _ in CASTS]
+    funcs += [([("x", f32)], "%r = clip(%x) {a_min = -1.0, a_max = 2.0}"),
+              ([("x", ty("4x32", "ui8"))], "%r = clip(%x) {a_min = 3.0, a_max = 200.0}"),
+              ([("c", ty("4x1", "i1")), ("x", f32), ("y", vec)], "%r = where(%c, %x, %y)"),
+              ([("x", f32), ("a", ty("4", "f32"))], "%r = nn.prelu(%x, %a) {axis = 0}"),
+              ([("x", f32), ("v", ty("", "i32"))], "%r = full_like(%x, %v)"),
+              ([("x", f32), ("l", ty("2", "i8"))], "%r = cast_like(%x, %l)")]
+    cuda_compiles(funcs)

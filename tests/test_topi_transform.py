@@ -181,3 +181,33 @@ def test_fused_chain():
                                                "%b = reshape(%a) {newshape = [4, 6]}",
                                                "%c = reverse(%b) {axis = 1}",
                                                "%r = strided_slice(%c) {begin = [1], end = [4], strides = [2]}"]))
+
+
+def test_tuple_result_through_the_pipeline():
+    """A fused kernel that returns split's tuple: the te/tir function has one
+    output per field, the call in @main still has the tuple type, and the
+    executor hands back the fields."""
+    from tvmd.ir.pass_manager import PassContext
+    from tvmd.ir.printer import print_module
+    from tvmd.ir.registry import get_pass_class
+    from tvmd.runtime.executor import Executor
+    m = parse_module("""
+relay.func @main(%x: tensor<4x6xf32>) -> tuple<tensor<4x2xf32>, tensor<4x4xf32>> {
+  %y = exp(%x)
+  %p = split(%y) {indices_or_sections = [2], axis = 1}
+  return %p
+}
+""")
+    ctx = PassContext()
+    for name in ("fuse-ops", "lower-relay-to-te", "lower-te-to-tir"):
+        get_pass_class(name)().run(m, ctx)
+        verify(m)
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    a, b = Executor(parse_module(print_module(m))).run(x)
+    np.testing.assert_allclose(a, np.exp(x)[:, :2], rtol=1e-5)
+    np.testing.assert_allclose(b, np.exp(x)[:, 2:], rtol=1e-5)
+
+
+def test_einsum_upper_case_labels_and_ellipsis():
+    check(one("einsum", "tensor<2x3x4xf32>", "tensor<4x5xf32>", attrs='equation = "...AB,Bc->...Ac"'),
+          rtol=1e-4, atol=1e-4)

@@ -81,7 +81,8 @@ def compile_and_run(module, tf_name, args):
     f = module.lookup(tf_name)
     lib = jit.compile(module)
     outs = allocate_outputs(f)
-    lib[tf_name](*[np.ascontiguousarray(a) for a in args], *outs)
+    # ascontiguousarray makes a 0-d array 1-d; reshape keeps scalars scalars
+    lib[tf_name](*[np.ascontiguousarray(a).reshape(np.shape(a)) for a in args], *outs)
     return outs
 
 

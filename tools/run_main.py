@@ -1,8 +1,19 @@
-"""tvm-run: compile a lowered module and run its relay ``@main``.
+"""tvm-run: compile a relay model (or a lowered module) and run its ``@main``.
 
-    tvm-run lowered.mlir [--input x=x.npy ...] [--random-inputs] [--seed N]
-            [--reference model.relay] [--rtol 1e-5] [--atol 1e-5]
-            [--output-dir D] [--target T] [--entry main]
+    tvm-run model.relay|lowered.mlir|model.onnx [--onnx model.onnx]
+            [--input x=x.npy ...] [--input-shape x=1x3x224x224] [--random-inputs] [--seed N]
+            [--output out.npz|out.npy | -o F] [--output-dir D] [--profile] [--repeat N]
+            [--opt-level N] [--reference model.relay] [--rtol 1e-5] [--atol 1e-5]
+            [--target T] [--entry main]
+
+A module without tir.func kernels is relay: it is compiled by
+``tvmd.runtime.build`` (graph passes, lower-relay-to-te, apply-schedule,
+lower-te-to-tir, tir-simplify, LLVM JIT); a lowered module (kernels and a
+relay @main calling them) runs as it is.  An ``.onnx`` file (or ``--onnx``)
+is imported first (``--input-shape`` fixes dynamic input dimensions).
+``--profile`` prints each kernel's calls, time, share and shapes, sorted by
+time, plus the memory plan; ``--repeat N`` runs N times (the profile sums
+them and tvm-run prints the median time per run).
 
 Inputs are named after main's parameters (``--input x=x.npy``; a position
 works too: ``--input 0=x.npy``); ``--random-inputs`` fills the rest with
@@ -22,15 +33,23 @@ import sys
 
 from .cmdline import ToolDriver, take_input, report_internal_error, take_value, tool_main
 
-USAGE = ("usage: tvm-run lowered.mlir [--input NAME=FILE.npy ...] [--random-inputs] [--seed N] "
+USAGE = ("usage: tvm-run model.relay|lowered.mlir|model.onnx [--input NAME=FILE.npy ...] [--input-shape NAME=DIMS] "
+         "[--random-inputs] [--seed N] [--output F.npz|F.npy] [--profile] [--repeat N] [--opt-level N] "
          "[--reference model.relay] [--rtol R] [--atol A] [--output-dir D] [--target T] [--entry main]")
 
 HELP = """\
-Compiles every tir.func of a lowered module (LLVM JIT by default) and runs @main.
+Compiles a relay model (graph passes, kernels lowered to TIR, LLVM JIT) -- or
+every tir.func of an already lowered module -- and runs @main.
 
+  --onnx FILE          an ONNX model to import and run (also: a positional *.onnx)
   --input NAME=FILE    an input array (.npy) for parameter NAME (or its position)
+  --input-shape NAME=DIMS   an ONNX input's shape, e.g. x=1x3x224x224
   --random-inputs      random data for every input not given (normal floats, small ints)
   --seed N             random seed (default 0)
+  --output F, -o F     save the outputs: F.npz (out0, out1, ...) or F.npy (one output)
+  --profile            print each kernel's calls, total ms, share and shapes, by time
+  --repeat N           run N times (default 1); prints the median time per run
+  --opt-level N        graph optimisation level 0..3 for a relay model (default 3)
   --reference FILE     the unlowered relay module: run it too and compare outputs
   --rtol R, --atol A   comparison tolerances (default 1e-5 each)
   --output-dir D       save the outputs as D/out0.npy, D/out1.npy, ...
@@ -38,7 +57,8 @@ Compiles every tir.func of a lowered module (LLVM JIT by default) and runs @main
   --entry NAME         the function to run (default main)
 """
 
-VALUE_FLAGS = ("--input", "--seed", "--reference", "--rtol", "--atol", "--output-dir", "--target", "--entry")
+VALUE_FLAGS = ("--input", "--seed", "--reference", "--rtol", "--atol", "--output-dir", "--target", "--entry",
+               "--onnx", "--input-shape", "--output", "-o", "--repeat", "--opt-level")
 
 
 class Options:
@@ -58,6 +78,13 @@ class Options:
         self.target_index = None
         self.target_offset = 0
         self.entry = "main"
+        self.onnx = False
+        self.shapes = {}          # ONNX input name -> (shape, arg index)
+        self.output = None
+        self.output_index = None
+        self.profile = False
+        self.repeat = 1
+        self.opt_level = 3
 
 
 def parse_args(argv, cl):
@@ -70,8 +97,8 @@ def parse_args(argv, cl):
             i += 1
             continue
         name, eq, value = a.partition("=") if a.startswith("--") else (a, "", "")
-        if name == "--random-inputs":
-            o.random = True
+        if name in ("--random-inputs", "--profile"):
+            setattr(o, name[2:].replace("-inputs", ""), True)
             i += 1
             continue
         if name not in VALUE_FLAGS:
@@ -98,10 +125,42 @@ def parse_args(argv, cl):
             o.output_dir, o.output_dir_index = value, vi
         elif name == "--target":
             o.target, o.target_index, o.target_offset = value, vi, voff
+        elif name == "--onnx":
+            take_input(o, value, vi, cl, "input module")
+            o.onnx = True
+        elif name == "--input-shape":
+            k, sep, dims = value.partition("=")
+            try:
+                shape = [int(d) for d in dims.split("x")] if dims not in ("", "scalar") else []
+                if any(d < 0 for d in shape):
+                    raise ValueError
+            except ValueError:
+                shape = None
+            if not sep or not k or shape is None:
+                raise cl.error(vi, "--input-shape takes NAME=DIMS, e.g. x=1x3x224x224")
+            o.shapes[k] = (shape, vi)
+        elif name in ("--output", "-o"):
+            if not value.endswith((".npz", ".npy")):
+                raise cl.error(vi, f"--output must name a .npz or .npy file, got '{value}'")
+            o.output, o.output_index = value, vi
+        elif name in ("--repeat", "--opt-level"):
+            try:
+                num = int(value)
+            except ValueError:
+                num = -1
+            lo, hi = (1, 10 ** 9) if name == "--repeat" else (0, 3)
+            if not lo <= num <= hi:
+                raise cl.error(vi, f"{name} takes an integer in {lo}..{hi if name != '--repeat' else 'N'}, "
+                                   f"got '{value}'")
+            setattr(o, name[2:].replace("-", "_"), num)
         else:
             o.entry = value
     if o.input is None:
         raise cl.error(-1, "no input module given")
+    if o.input.endswith(".onnx"):
+        o.onnx = True
+    if o.shapes and not o.onnx:
+        raise cl.error(next(iter(o.shapes.values()))[1], "--input-shape applies to ONNX models only")
     return o
 
 
@@ -146,31 +205,66 @@ class Driver(ToolDriver):
             report_internal_error(e, "error")
             return 1
 
-    def execute(self, o, cl) -> int:
+    def load_onnx(self, o, cl):
+        """The relay module of an ONNX model."""
+        from ..frontend.onnx import OnnxImportError, from_onnx, load_model
+        try:
+            model = load_model(o.input)
+        except Exception as e:   # onnx's own parse errors (DecodeError, OSError)
+            raise cl.error(o.input_index, f"cannot read '{o.input}' as an ONNX model: {e}") from None
+        names = {vi.name for vi in model.graph.input}
+        for k, (_, vi) in o.shapes.items():
+            if k not in names:
+                raise cl.error(vi, f"the model has no input '{k}' (inputs: {', '.join(sorted(names))})")
+        try:
+            module, _ = from_onnx(model, shape={k: v for k, (v, _) in o.shapes.items()} or None)
+        except OnnxImportError as e:
+            raise cl.error(o.input_index, f"cannot import '{o.input}': {e.diagnostics[0].message}") from None
+        return module
+
+    def compile(self, o, cl, target):
+        """(executor-like object with run_list/input_names/input_types, CompiledModel or None)."""
+        from ..runtime.executor import ExecutionError, Executor
+        if o.onnx:
+            module = self.load_onnx(o, cl)
+        else:
+            module = self.load_module(o.input, cl, o.input_index)
+        lowered = any(op.name == "tir.func" for op in module.body.ops)
+        if lowered:
+            try:
+                return Executor(module, target, o.entry), None
+            except ExecutionError as e:
+                raise cl.error(o.input_index, str(e)) from None
+        from ..runtime.build import BuildError, build
+        try:
+            cm = build(module, target, o.opt_level, entry=o.entry)
+        except BuildError as e:
+            raise cl.error(o.input_index, str(e)) from None
+        return cm, cm
+
+    def read_inputs(self, o, cl, names, types):
         import numpy as np
 
-        from ..runtime.executor import ExecutionError, Executor, reference_run
+        from ..ir import types as T
         from ..runtime.ndarray import random_array
-        from ..target.spec import TargetError, parse_target
-        try:
-            target = parse_target(o.target)
-        except TargetError as e:
-            raise cl.error(o.target_index, f"invalid target: {e}", o.target_offset + e.offset) from None
-        module = self.load_module(o.input, cl, o.input_index)
-        try:
-            ex = Executor(module, target, o.entry)
-        except ExecutionError as e:
-            raise cl.error(o.input_index, str(e)) from None
-        names, types = ex.input_names, ex.input_types
         given = {}
         for name, path, vi in o.inputs:
             idx = names.index(name) if name in names else (int(name) if name.isdigit() else None)
             if idx is None or not 0 <= idx < len(names):
                 raise cl.error(vi, f"@{o.entry} has no input '{name}' (inputs: {', '.join(names)})")
             try:
-                given[idx] = np.load(path, allow_pickle=False)
+                a = np.load(path, allow_pickle=False)
             except (OSError, ValueError) as e:
                 raise cl.error(vi, f"cannot read '{path}' as a .npy array: {e}") from None
+            if not isinstance(a, np.ndarray):
+                raise cl.error(vi, f"'{path}' is an .npz archive; give one .npy array per input")
+            t = types[idx]
+            if isinstance(t, T.TensorType):
+                if a.dtype != np.dtype(t.dtype):
+                    raise cl.error(vi, f"input '{names[idx]}' is {t}, but '{path}' holds {a.dtype}")
+                if a.ndim != t.rank or any(d is not None and d != s for d, s in zip(t.shape, a.shape)):
+                    raise cl.error(vi, f"input '{names[idx]}' is {t}, but '{path}' has shape {list(a.shape)}")
+            given[idx] = a
         rng = np.random.default_rng(o.seed)
         inputs = []
         for k, (name, t) in enumerate(zip(names, types)):
@@ -184,16 +278,52 @@ class Driver(ToolDriver):
                 missing = [nm for j, nm in enumerate(names) if j not in given]
                 raise cl.error(-1, f"missing input(s) {', '.join(missing)} for @{o.entry}: "
                                    f"give --input NAME=FILE.npy or --random-inputs")
+        return inputs
+
+    def execute(self, o, cl) -> int:
+        import time
+
+        import numpy as np
+
+        from ..runtime.executor import ExecutionError, reference_run
+        from ..runtime.program import Profile
+        from ..target.spec import TargetError, parse_target
         try:
-            outs = ex.run_list(*inputs)
+            target = parse_target(o.target)
+        except TargetError as e:
+            raise cl.error(o.target_index, f"invalid target: {e}", o.target_offset + e.offset) from None
+        ex, cm = self.compile(o, cl, target)
+        inputs = self.read_inputs(o, cl, ex.input_names, ex.input_types)
+        profile = Profile() if o.profile else None
+        times = []
+        try:
+            for _ in range(o.repeat):
+                t0 = time.perf_counter()
+                outs = ex.run_list(*inputs, profile=profile)
+                times.append(time.perf_counter() - t0)
         except (ExecutionError, TypeError, ValueError) as e:
             raise cl.error(o.input_index, f"execution failed: {e}") from None
-        outs = [np.asarray(x) for x in outs]
+        outs = [np.asarray(x) if not isinstance(x, (tuple, list)) else x for x in outs]
         w = self.out.write
         for k, a in enumerate(outs):
-            w(f"output {k}: {_type_text(a)} {_preview(a)}\n")
+            if isinstance(a, (tuple, list)):
+                w(f"output {k}: a tuple of {len(a)}\n")
+            else:
+                w(f"output {k}: {_type_text(a)} {_preview(a)}\n")
+        if o.repeat > 1:
+            w(f"time per run: median {np.median(times) * 1e3:.3f} ms over {o.repeat} runs\n")
+        if profile is not None:
+            w(profile.table() + "\n")
+            if cm is not None:
+                w(cm.summary() + "\n")
+            else:
+                plan = ex.memory_plan
+                if plan is not None:
+                    w("memory: " + plan.summary() + "\n")
         if o.output_dir:
             self.save(outs, o, cl)
+        if o.output:
+            self.save_file(outs, o, cl)
         if o.reference is None:
             return 0
         ref_mod = self.load_module(o.reference, cl, o.reference_index)
@@ -220,6 +350,28 @@ class Driver(ToolDriver):
               f"(rtol {o.rtol:g}, atol {o.atol:g}): {'PASS' if good else 'FAIL'}\n")
         w("PASS\n" if ok else "FAIL\n")
         return 0 if ok else 1
+
+    def save_file(self, outs, o, cl):
+        """--output: one .npy (a single output) or an .npz of out0, out1, ..., written atomically."""
+        import io
+
+        import numpy as np
+
+        from .cmdline import write_atomic_bytes
+        flat = []
+        for a in outs:
+            flat.extend(a if isinstance(a, (tuple, list)) else [a])
+        buf = io.BytesIO()
+        if o.output.endswith(".npy"):
+            if len(flat) != 1:
+                raise cl.error(o.output_index, f"the model has {len(flat)} outputs: use a .npz file")
+            np.save(buf, np.asarray(flat[0]), allow_pickle=False)
+        else:
+            np.savez(buf, **{f"out{k}": np.asarray(a) for k, a in enumerate(flat)})
+        try:
+            write_atomic_bytes(o.output, buf.getvalue())
+        except OSError as e:
+            raise cl.error(o.output_index, f"cannot write '{o.output}': {e.strerror}") from None
 
     def save(self, outs, o, cl):
         import io

@@ -1,34 +1,49 @@
 """Default schedules (target llvm), written as te schedule ops.
 
-Per fused group (one te.func):
+Never the naive loop nest: every stage that is not inlined gets a parallel
+loop and, where the memory layout allows, a vector loop.  Per fused group
+(one te.func):
 
-* every stage that is neither an output nor a reduction is inlined
-  (pad stages, elementwise ops before or after the anchor);
-* an elementwise output: its outer axes and the outer part of the last axis
+* a stage that is neither an output nor a reduction is inlined (elementwise
+  ops before or after the anchor), except padding (a guarded read) that a
+  reduction reads: inlined, its guard would sit in the reduction's inner
+  loop and turn its vector loads into gathers, so it gets its own
+  parallel, vectorized loop nest;
+* an elementwise stage: the outer axes and the outer part of the last axis
   fused into one parallel loop, the last axis split by the vector width
-  (16, 8 or 4, whichever divides it first) and vectorized;
-* a reduction (dense, conv2d) that is an output: tiled as above, the reduce
-  axes inside the parallel loop and outside the vector loop, so each
-  parallel iteration accumulates a vector of outputs.  Register blocking:
-  when a read that makes the vector loads (one that depends on the last
-  axis) does not depend on some other spatial axis whose extent 4 divides
-  (the output channels of an NCHW conv, the rows of a dense, the width of
-  an NHWC conv), the innermost such axis is split by 4 and its inner part
-  unrolled between the reduction and the vector loop: each vector load
-  then feeds 4 accumulators;
-* a reduction followed by elementwise stages up to one output (conv +
-  bias + relu): the output is tiled the same way, and the reduction
-  computed at its parallel loop (compute_at) into a local tile, reduce
-  axes outside the tile's (blocked, vector) axes.  When the epilogue is not
-  pointwise (different shape or indices) the reduction is tiled at root.
+  (16, 8 or 4, whichever divides it first) and vectorized; a last axis no
+  width divides is vectorized whole (LLVM adds the remainder loop);
+* a *row reduction* (every read indexes its last dimension with the
+  innermost reduce axis and nothing else: softmax's max and sum, the moments
+  of layer_norm, dense with one row): the spatial axes fused into one
+  parallel loop, the reduce axes inside, the innermost one vectorized
+  through ``te.pragma {llvm_vectorize = W}`` (W lanes of partial sums and
+  a horizontal sum at the end: the LLVM codegen's hint);
+* any other reduction (conv2d, dense over a batch, pooling) is register
+  blocked.  Its output is tiled: outer axes fused into a parallel loop;
+  inside it, the last axis split by the vector width (vectorized) and, when
+  a read that makes the vector loads (one that depends on the last axis)
+  does not depend on some other spatial axis (the output channels of an
+  NCHW conv, the width of an NHWC conv), the innermost such axis split by
+  16, 8 or 4 and unrolled.  The reduction is computed at the parallel loop
+  into a local tile (``te.cache_write`` when it is itself the output, or
+  the reduction stage when elementwise stages follow up to one output:
+  conv + bias + relu), reduce axes outside the tile's blocked and vector
+  axes.  The tile's accumulators (up to 16 vectors) then live in
+  registers: each vector load feeds up to 16 FMAs.  When the epilogue is
+  not pointwise (different shape or indices) the reduction is tiled at
+  root the same way, accumulating in memory.
+
+A compute the heuristics do not recognise still gets the elementwise
+tiling: the schedule never fails on a well-formed te.func.
 """
 
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
 
-
-BLOCK = 4
+BLOCKS = (16, 8, 4)   # register blocking: the largest that divides
+MAX_ACCUMULATORS = 16  # vector registers a blocked tile may use
 
 
 def vector_factor(n):
@@ -46,82 +61,87 @@ def default_schedule(e, outputs):
             outs.append(d)
     for c in computes:
         if c not in outs and c.reducer is None:
-            s.compute_inline(c.results[0])
+            if is_padding(c, computes):
+                tile(s, Stage(s, c), None)
+            else:
+                s.compute_inline(c.results[0])
     epilogue = {}
     for c in computes:
         if c.reducer is not None and c not in outs:
+            if row_reduction(c):
+                tile_row_reduction(s, c)
+                continue
             o = pointwise_consumer(c, computes, outs) if c.rank else None
             if o is not None and o not in epilogue:
                 epilogue[o] = c
             else:
-                tile(s, c, block_axis(c))
+                tile(s, Stage(s, c), block_axis(c))
     for o in outs:
         anchor = epilogue.get(o)
+        if anchor is None and o.reducer is not None:
+            if row_reduction(o):
+                tile_row_reduction(s, o)
+                continue
+            block = block_axis(o)
+            if block is not None:
+                # accumulate in a local tile (registers), copy out once
+                cache = _cache_write(s, o)
+                s.e.block.append(cache)
+                cache.results[0].name = f"{o.results[0].name or 'out'}.local"
+                local = Stage(s, o, cache.results[0])
+                f = tile(s, Stage(s, o, spatial_only=True), block)
+                s.compute_at(local.value, f)
+                tile_local(s, local, block)
+                continue
         block = block_axis(anchor if anchor is not None else o)
-        f = tile(s, o, block)
+        f = tile(s, Stage(s, o), block)
         if anchor is not None:
             s.compute_at(anchor.results[0], f)
-            tile_local(s, anchor, block)
+            tile_local(s, Stage(s, anchor), block)
 
 
-def tile(s, c, block):
-    """Fuse the outer spatial axes into a parallel loop, vectorize the
-    split-off inner part of the last, unroll the inner part of the `block`
-    axis; reduce axes go in between.  Returns the parallel axis (None for a
-    rank-0 stage)."""
-    rank = c.rank
-    if rank == 0:
-        return None
-    axes = s.axes(c.results[0])
-    sp, red = axes[:rank], axes[rank:]
-    vf = vector_factor(c.tensor_type.shape[-1])
-    inner = []
-    if vf:
-        sp[-1], li = s.split(sp[-1], factor=vf)
-        inner = [li]
-        if block is not None:
-            sp[block], bi = s.split(sp[block], factor=BLOCK)
-            inner.insert(0, bi)
-    if red or len(inner) > 1:
-        s.reorder(*sp, *red, *inner)
-    f = s.fuse(*sp) if len(sp) > 1 else sp[0]
-    s.parallel(f)
-    if len(inner) > 1:
-        s.unroll(inner[0])
-    if inner:
-        s.vectorize(inner[-1])
-    return f
+class Stage:
+    """A stage to schedule: the compute `c` that defines its shape and
+    reduction, and the value the schedule ops name (the compute's result,
+    or its cache).  After a cache_write the output stage is a copy: only its
+    spatial axes remain."""
+
+    def __init__(self, s, c, value=None, spatial_only=False):
+        self.c = c
+        self.value = value if value is not None else c.results[0]
+        self.spatial_only = spatial_only
+        self.rank = c.rank
+        self.shape = c.tensor_type.shape
+
+    def axes(self, s):
+        names = [a.name for a in self.c.body.args]
+        if self.spatial_only:
+            names = names[:self.rank]
+        return list(s._op("te.axes", [self.value], len(names), names))
 
 
-def tile_local(s, c, block):
-    """A reduction computed at its consumer's tile: reduce axes outside the
-    tile's blocked and last axes; the last one vectorized, the blocked one
-    unrolled, when the tile has them."""
-    rank = c.rank
-    axes = s.axes(c.results[0])
-    sp, red = axes[:rank], axes[rank:]
-    vec = vector_factor(c.tensor_type.shape[-1]) is not None
-    inner = [sp[-1]]
-    if vec and block is not None:
-        inner.insert(0, sp[block])
-    s.reorder(*[a for a in sp if a not in inner], *red, *inner)
-    if len(inner) > 1:
-        s.unroll(inner[0])
-    if vec:
-        s.vectorize(inner[-1])
+def _cache_write(s, c):
+    from ...ir.registry import get_op_class
+    v = c.results[0]
+    return get_op_class("te.cache_write")([v], [v.type], {"scope": "local"}, (), s.e.loc)
 
 
-def block_axis(c):
-    """The spatial axis to block by 4 (see the module docstring), or None."""
-    rank = c.rank
-    shape = c.tensor_type.shape
-    if c.reducer is None or rank < 2 or vector_factor(shape[-1]) is None:
-        return None
+def is_padding(c, computes):
+    """A stage with a guarded read (zero padding) that a reduction reads."""
+    if not any(op.name == "te.read" and op.guarded for op in c.body.ops):
+        return False
+    me = c.results[0]
+    return any(x.reducer is not None and any(op.name == "te.read" and op.tensor is me for op in x.body.ops)
+               for x in computes)
+
+
+def _index_deps(c):
+    """deps(v): the axes (argument positions of c's body) an index value is
+    made from."""
     args = list(c.body.args)
     memo = {}
 
     def deps(v):
-        """The axes (argument positions) an index value is made from."""
         got = memo.get(v)
         if got is None:
             if v in args:
@@ -134,7 +154,109 @@ def block_axis(c):
                         got |= deps(x)
             memo[v] = got
         return got
+    return deps
 
+
+def row_reduction(c):
+    """Whether `c` reduces along memory: every read whose last index uses a
+    reduce axis uses the innermost one there and nothing else, and some
+    read does."""
+    if c.reducer is None or not c.reduce_axes:
+        return False
+    deps = _index_deps(c)
+    inner = len(c.body.args) - 1
+    found = False
+    for op in c.body.ops:
+        if op.name != "te.read" or not op.indices:
+            continue
+        last = deps(op.indices[-1])
+        if any(a >= c.rank for a in last):
+            if last != {inner}:
+                return False
+            found = True
+    return found
+
+
+def tile_row_reduction(s, c):
+    """Spatial axes fused into one parallel loop, reduce axes inside it, the
+    innermost reduce axis vectorized through the llvm_vectorize pragma."""
+    axes = Stage(s, c).axes(s)
+    sp, red = axes[:c.rank], axes[c.rank:]
+    if sp:
+        f = s.fuse(*sp) if len(sp) > 1 else sp[0]
+        s.parallel(f)
+    ext = c.reduce_extents[-1]
+    if ext >= 4:
+        s._op("te.pragma", [red[-1]], llvm_vectorize=min(16, 1 << (ext.bit_length() - 1)))
+
+
+def tile(s, st, block):
+    """Fuse the outer spatial axes into a parallel loop, vectorize the
+    split-off inner part of the last, unroll the inner part of the `block`
+    axis; reduce axes go in between.  Returns the parallel axis (None for a
+    rank-0 stage)."""
+    rank = st.rank
+    if rank == 0:
+        return None
+    axes = st.axes(s)
+    sp, red = axes[:rank], axes[rank:]
+    vf = vector_factor(st.shape[-1])
+    inner = []
+    if vf:
+        sp[-1], li = s.split(sp[-1], factor=vf)
+        inner = [li]
+        if block is not None:
+            sp[block], bi = s.split(sp[block], factor=block_factor(st.shape[block], vf))
+            inner.insert(0, bi)
+    elif st.shape[-1] >= 4 and rank > 1 and not red:
+        inner = [sp.pop()]    # vectorized whole: LLVM adds the remainder loop
+    if red or len(inner) > 1:
+        s.reorder(*sp, *red, *inner)
+    f = s.fuse(*sp) if len(sp) > 1 else sp[0]
+    s.parallel(f)
+    if len(inner) > 1:
+        s.unroll(inner[0])
+    if inner:
+        s.vectorize(inner[-1])
+    return f
+
+
+def tile_local(s, st, block):
+    """A reduction computed at its consumer's tile: reduce axes outside the
+    tile's blocked and last axes; the last one vectorized, the blocked one
+    unrolled, when the tile has them."""
+    rank = st.rank
+    axes = st.axes(s)
+    sp, red = axes[:rank], axes[rank:]
+    vec = vector_factor(st.shape[-1]) is not None
+    inner = [sp[-1]]
+    if vec and block is not None:
+        inner.insert(0, sp[block])
+    s.reorder(*[a for a in sp if a not in inner], *red, *inner)
+    if len(inner) > 1:
+        s.unroll(inner[0])
+    if vec:
+        s.vectorize(inner[-1])
+
+
+def block_factor(n, vf=16):
+    """The blocking factor for an axis of extent n under vectors of vf
+    lanes: the largest of BLOCKS that divides n and keeps the tile within
+    MAX_ACCUMULATORS vector registers (a vector of 8 floats is half a
+    16-lane register)."""
+    for f in BLOCKS:
+        if n % f == 0 and f * max(vf, 16) // 16 <= MAX_ACCUMULATORS:
+            return f
+    return None
+
+
+def block_axis(c):
+    """The spatial axis to block (see the module docstring), or None."""
+    rank = c.rank
+    shape = c.tensor_type.shape
+    if c.reducer is None or rank < 2 or vector_factor(shape[-1]) is None:
+        return None
+    deps = _index_deps(c)
     reads = []
     for op in c.body.ops:
         if op.name == "te.read":
@@ -144,7 +266,7 @@ def block_axis(c):
             reads.append(used)
     vector_reads = [r for r in reads if rank - 1 in r]
     for d in reversed(range(rank - 1)):
-        if shape[d] % BLOCK == 0 and any(d not in r for r in vector_reads):
+        if block_factor(shape[d]) and any(d not in r for r in vector_reads):
             return d
     return None
 

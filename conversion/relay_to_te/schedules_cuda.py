@@ -36,14 +36,26 @@ Same contract as :func:`tvmd.conversion.relay_to_te.schedules.default_schedule`
   bias + relu): the output is bound as above and the reduction is computed
   at its ``threadIdx.x`` axis, into a one-element per-thread accumulator
   (``local`` storage, a register);
-* any other reduction (a row reduction of softmax or layer_norm, a sum, a
-  reduction whose consumer is not pointwise): bound at root, one thread per
-  output element as for an elementwise stage.  Its nest is then a kernel of
-  its own (``tir-split-host-device``).  A rank-0 reduction runs on one
+* a row reduction (softmax's max and sum, a sum over the last axis: one
+  reduce axis of at least 64, an output of rank 1 or 2, or a stage another
+  reads): one block per row, 32 threads cooperating.  The reduce axis is
+  split by 32 and factored out (``te.rfactor``) into a ``shared`` stage
+  ``RF[row, t]`` computed at the row's block axis, ``t`` bound to
+  ``threadIdx.x``: thread t accumulates elements t, t+32, ... (coalesced
+  loads); then one thread (a ``threadIdx.x`` loop of extent 1) combines the
+  32 partial results::
+
+      blockIdx.x = row { RF[32] shared; threadIdx.x = t { RF[t] = sum_ko A[row, ko*32 + t] }
+                         barrier; threadIdx.x < 1 { R[row] = sum_t RF[t] } }
+
+* any other reduction (several reduce axes, short rows, rank > 2, a
+  consumer that is not pointwise): bound at root, one thread per output
+  element as for an elementwise stage.  A stage bound at root is a kernel
+  of its own (``tir-split-host-device``).  A rank-0 reduction runs on one
   thread.
 
-Cross-thread row reductions (rfactor over threadIdx) are left for later:
-row reductions run one thread per row.
+The final combine of a row reduction is serial (32 steps on one thread),
+not a tree or warp shuffle.
 """
 
 from __future__ import annotations
@@ -52,6 +64,8 @@ from ...dialects.te.builder import ScheduleBuilder
 from .schedules import pointwise_consumer
 
 THREADS = 256        # threads per block for 1-d kernels
+WARP = 32            # threads cooperating on one row of a row reduction
+MIN_ROW = 64         # shorter rows: one thread per row
 TILE = 16            # 16 x 16 threads per block for 2-d output tiles
 MAX_GRID_Y = 65535   # CUDA's limit on gridDim.y (and z)
 
@@ -74,11 +88,11 @@ def default_schedule(e, outputs):
             o = pointwise_consumer(c, computes, outs) if c.rank else None
             if o is not None and o not in epilogue:
                 epilogue[o] = c
-            else:
+            elif not row_reduce(s, c):
                 bind(s, c)
     for o in outs:
         anchor = epilogue.get(o)
-        if anchor is None and shared_tiled(s, o):
+        if anchor is None and (shared_tiled(s, o) or (o.rank <= 2 and row_reduce(s, o))):
             continue
         tx = bind(s, o, tile2d=(anchor or o).reducer is not None)
         if anchor is not None and tx is not None:
@@ -165,4 +179,39 @@ def shared_tiled(s, c):
         a0, a1 = s._op("te.axes", [cache], 2, ["ax0", "ax1"])   # a cache stage: the tensor's rank
         s.bind(a0, "threadIdx.y")
         s.bind(a1, "threadIdx.x")
+    return True
+
+
+def row_reduce(s, c):
+    """The cooperative row-reduction schedule (see the module docstring);
+    False, adding nothing, when `c` is not a row reduction it handles."""
+    from ...ir import types as T
+    from ...ir.registry import get_op_class
+    rank = c.rank
+    red = list(c.reduce_extents)
+    if c.reducer not in ("sum", "prod", "max", "min") or len(red) != 1 or red[0] < MIN_ROW:
+        return False
+    shape = list(c.tensor_type.shape)
+    if rank not in (1, 2) or (rank == 2 and shape[0] > MAX_GRID_Y):
+        return False
+    rfactor, set_scope = get_op_class("te.rfactor"), get_op_class("te.set_scope")
+    if rfactor is None or set_scope is None:
+        return False
+    axes = s.axes(c.results[0])
+    _, ki = s.split(axes[rank], factor=WARP)
+    cf_t = T.TensorType(shape + [WARP], c.tensor_type.element_type)
+    op = rfactor([c.results[0], ki], [cf_t], {"factor_axis": rank}, (), s.e.loc)
+    s.e.block.append(op)
+    cf = op.results[0]
+    cf.name = (c.results[0].name or "red") + "_rf"
+    s.e.block.append(set_scope([cf], [], {"scope": "shared"}, (), s.e.loc))
+    sp = s._op("te.axes", [c.results[0]], rank + 1, [f"ax{d}" for d in range(rank)] + ["rf"])[:rank]
+    if rank == 2:
+        s.bind(sp[0], "blockIdx.y")
+    bx, one = s.split(sp[-1], factor=1)
+    s.bind(bx, "blockIdx.x")
+    s.bind(one, "threadIdx.x")   # extent 1: the combine runs on thread 0
+    s.compute_at(cf, bx)
+    cf_axes = s._op("te.axes", [cf], rank + 2, [f"ax{d}" for d in range(rank)] + ["t", "ko"])
+    s.bind(cf_axes[rank], "threadIdx.x")
     return True

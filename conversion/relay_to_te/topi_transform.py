@@ -121,10 +121,10 @@ def _select_inputs(e, xs, a, idx, ranges, src_of):
     v = None
     for k in reversed(range(len(xs))):
         lo, hi = ranges[k]
-        inside = e.all_of([e.cmp("ge", idx[a], lo) if lo > 0 else True,
-                           e.cmp("lt", idx[a], hi) if k < len(xs) - 1 else True])
+        below = e.cmp("lt", idx[a], hi) if k < len(xs) - 1 else True
+        inside = e.and_(e.cmp("ge", idx[a], lo) if lo > 0 else True, below)
         r = e.read(xs[k], src_of(k), guard=inside)
-        v = r if v is None else e.select(e.cmp("lt", idx[a], hi), r, v)
+        v = r if v is None else e.select(below, r, v)
     return v
 
 
@@ -256,12 +256,13 @@ def reverse_sequence(e, op, args):
 
 def einsum_labels(op, shapes):
     """(per-operand label lists, output labels, label sizes) with each '...'
-    spelled out as upper-case labels, right-aligned as numpy broadcasts them."""
+    spelled out as labels "0", "1", ... (no letter, so no clash with the
+    equation's), right-aligned as numpy broadcasts them."""
     eq = op.attributes["equation"].replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     n_ell = max((len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes) if "..." in t), default=0)
-    ell = [chr(ord("A") + k) for k in range(n_ell)]
+    ell = [str(k) for k in range(n_ell)]
     labels, sizes, counts = [], {}, {}
     for term, shape in zip(terms, shapes):
         pre, dots, post = term.partition("...")
@@ -296,8 +297,10 @@ def einsum(e, op, args):
             r = e.read(x, [0 if n == 1 and sizes[c] != 1 else at[c] for c, n in zip(ls, x.type.shape)])
             v = r if v is None else e.binary("mul", v, r)
         return v
-    names = [c.lower() + ("_" if c.isupper() else "") for c in out]
-    reduce = [(c.lower() + ("_" if c.isupper() else "") + "r", sizes[c]) for c in summed]
+    def name(c):   # an ellipsis label is a digit: not a name by itself
+        return "e" + c if c.isdigit() else c
+    names = [name(c) for c in out]
+    reduce = [(name(c) + "r", sizes[c]) for c in summed]
     return compute(e, t, body, reduce=reduce, reducer="sum" if reduce else None, names=names,
                    name=stage_name(op, "T_einsum"))
 

@@ -17,6 +17,7 @@ Algorithm, per te.func that still has computes:
    with its scope, padding and double_buffer flag (storage.py);
 5. emit the loop nests of the root stages in program order before the
    ``return`` (loop_nest.py), attached stages inside their consumer's loop;
+   a te.extern becomes a ``te.extern_call`` writing its own te.realize;
 6. erase the computes.
 
 The result is a te.func of te.realize, tir.for / tir.if, arith ops and
@@ -61,15 +62,15 @@ class ApplySchedule(ModulePass):
 
 def needs_schedule(func) -> bool:
     from ...dialects.te.schedule_ops import SCHEDULE_OPS
-    return any(op.name == "te.compute" or op.name in SCHEDULE_OPS for op in func.body.ops)
+    return any(op.name in ("te.compute", "te.extern") or op.name in SCHEDULE_OPS for op in func.body.ops)
 
 
 def apply_to_func(func):
-    from ...dialects.te.ops import ARG_REDUCERS, RealizeOp
+    from ...dialects.te.ops import ARG_REDUCERS, ExternCallOp, RealizeOp
     from ...ir import types as T
     from .inline import inline_stage
     from .loop_nest import NestBuilder
-    from .schedule_state import Schedule
+    from .schedule_state import Schedule, Stage
     from .stage_rewrite import rewrite_stages
     from .storage import realize_for
 
@@ -89,9 +90,19 @@ def apply_to_func(func):
             inline_stage(st.compute)
             st.compute.erase()
 
+    r_of = {}
+    by_compute = {st.compute: st for st in live if st.attach == "root"}
+    order = [by_compute.get(op, op) for op in func.body.ops if op in by_compute or op.name == "te.extern"]
     ret = func.return_op.detach()
     anchor = func.body.first
-    for st in live:
+    for st in order:
+        if not isinstance(st, Stage):   # a te.extern: storage for its result
+            r = RealizeOp((), [st.results[0].type], {}, (), st.loc)
+            func.body.insert_before(anchor, r) if anchor is not None else func.body.append(r)
+            r.results[0].name = st.results[0].name
+            st.results[0].replace_all_uses_with(r.results[0])
+            r_of[st] = r.results[0]
+            continue
         if st.attach == "root":
             c = st.compute
             out = c.results[0] in sched.outputs
@@ -114,12 +125,18 @@ def apply_to_func(func):
                 vr.results[0].name = (c.results[0].name or "arg") + "_val"
                 nb.vals[st] = vr.results[0]
     nb.e.at(func.body)
-    for st in live:
-        if st.attach == "root":
+    for st in order:
+        if isinstance(st, Stage):
             nb.emit_stage(st)
+        else:
+            call = ExternCallOp(list(st.operands) + [r_of[st]], [], {"callee": st.attributes["callee"]}, (), st.loc)
+            func.body.append(call)
     func.body.append(ret)
     for st in reversed(live):
         st.compute.erase()
+    for st in order:
+        if not isinstance(st, Stage):
+            st.erase()
 
 
 def readers(sched, st):
@@ -143,6 +160,10 @@ def check_attach(sched, st, target, iv):
     if iv not in target.leaves:
         raise op.error(f"axis '{iv.name}' of '{target.name}' was split or fused after it was named here; "
                        "attach to one of the axes that made")
+    ext = next((u for u in st.compute.results[0].users if u.name == "te.extern"), None)
+    if ext is not None:
+        raise op.error(f"'{st.name}' is also read by the te.extern @{ext.attributes['callee'].name}; "
+                       "compute_at needs a single consumer", notes=[(ext.loc, "read here")])
     rs = readers(sched, st)
     if target not in rs:
         raise op.error(f"axis '{iv.name}' belongs to '{target.name}', which does not read '{st.name}'")

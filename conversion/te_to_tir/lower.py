@@ -17,6 +17,7 @@ ops is scheduled first (apply_schedule.py), so this pass works alone.
                                bounds), tir.load, then select %c, %v, x
     te.write                   tir.store
     te.intrin                  tir.intrin
+    te.extern_call @k(..)      the body of tir.func @k, inlined on the buffers
     return of a parameter, or of a value returned twice: a copy loop nest
 
 Other ops (arith, tir.for, tir.if) are copied, their regions converted;
@@ -132,6 +133,8 @@ class _Converter:
         elif name == "te.write":
             v, t, *idx = (m.get(x, x) for x in op.operands)
             e.op("tir.store", [v, t] + idx, [])
+        elif name == "te.extern_call":
+            self.inline_call(op, e)
         elif name == "te.intrin":
             r = e.op("tir.intrin", [m.get(x, x) for x in op.operands], [op.results[0].type],
                      {"intrin": op.attributes["intrin"]}, name=op.results[0].name)
@@ -155,6 +158,14 @@ class _Converter:
                 self.block(b, nb)
         else:
             e.block.append(op.clone(m))
+
+    def inline_call(self, op, e):
+        """The callee tir.func's body, its buffer parameters bound to the
+        call's buffers (LLVM and the TIR interpreter both run it so)."""
+        callee = op.callee_op()
+        mapping = dict(zip(callee.body.args, [self.m.get(x, x) for x in op.operands]))
+        for o in callee.body.ops:
+            e.block.append(o.clone(mapping))
 
     def copy(self, src, dst, loc):
         """dst[...] = src[...] over the whole shape."""
@@ -199,4 +210,4 @@ def _const_in(v, n):
         n is None and d.attributes["value"] == 0 or n is not None and d.attributes["value"] < n)
 
 
-_TE_MEMORY = {"te.realize", "te.read", "te.write", "te.intrin", "te.return"}
+_TE_MEMORY = {"te.realize", "te.read", "te.write", "te.intrin", "te.return", "te.extern_call"}

@@ -76,6 +76,11 @@ def run(func, *arrays):
             name = op.name
             if name == "te.compute":
                 env[op.results[0]] = eval_compute(op, env)
+            elif name == "te.extern":
+                t = op.results[0].type
+                out = np.full(t.shape, np.nan if T.is_float(t.element_type) else 0, t.dtype)
+                _call_extern(op, [env[v] for v in op.operands] + [out])
+                env[op.results[0]] = out
             elif name == "te.return":
                 return [np.array(env[v]) for v in op.operands]
             elif name.startswith("te.") and name not in _LOOP_OPS:
@@ -83,6 +88,12 @@ def run(func, *arrays):
             else:
                 _Loops(env).compile(op)()
     raise InterpreterError(func.loc, "function has no return")
+
+
+def _call_extern(op, arrays):
+    """Run the tir.func a te.extern names on the TIR interpreter (in place)."""
+    from ..tir.interpreter import run as run_tir
+    run_tir(op.callee_op(), *[np.ascontiguousarray(a) for a in arrays[:-1]], arrays[-1])
 
 
 # -- vectorized computes -----------------------------------------------------------
@@ -190,7 +201,7 @@ def _read_array(op, get):
 
 # -- loop executor -------------------------------------------------------------------
 
-_LOOP_OPS = {"te.realize", "te.write", "te.read", "te.intrin"}
+_LOOP_OPS = {"te.realize", "te.write", "te.read", "te.intrin", "te.extern_call"}
 
 _INDEX_FNS = {
     "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
@@ -265,6 +276,10 @@ class _Loops:
             return intrin
         if name == "te.return":
             return lambda: None
+        if name == "te.extern_call":
+            def call():
+                _call_extern(op, [env[v] for v in ops])
+            return call
         return self._arith(op)
 
     def _arith(self, op):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ...ir import types as T
 from ...ir.attributes import SymbolRef
-from ...ir.attrkinds import ANY, FLAG, FLOAT, INTS, STR, TYPE, enum, optional
+from ...ir.attrkinds import ANY, FLAG, FLOAT, INTS, STR, SYMBOL as SYMBOL_REF, TYPE, enum, optional
 from ...ir.core import Attr, Operation
 from ...ir.traits import ISOLATED_FROM_ABOVE, PURE, SINGLE_BLOCK, SYMBOL, TERMINATOR
 from ...ir.func_like import print_func_like, verify_func_like
@@ -394,6 +394,65 @@ class RealizeOp(Operation):
             p.write(f" ({p.values(self.operands)})")
         p.opt_attr_dict({k: v for k, v in self.attributes.items() if v is not None})
         p.write(f" : {self.results[0].type}")
+
+
+class ExternOp(Operation):
+    """``%C = te.extern @k(%A, %B) : tensor<8x8xf32>``: a stage computed by an
+    opaque kernel, the tir.func @k of this module, called with the input
+    buffers then the output buffer (TVM's te.extern).  Schedules cannot
+    look inside it; --apply-schedule turns it into ``te.extern_call``."""
+
+    __slots__ = ()
+    name = "te.extern"
+    OPERANDS = ("*inputs",)
+    RESULTS = ("result",)
+    ATTRS = {"callee": Attr(SYMBOL_REF)}
+
+    def callee_op(self):
+        from ...ir.symbols import lookup_symbol
+        return lookup_symbol(self, self.attributes["callee"].name)
+
+    def verify_(self):
+        check_extern_call(self, list(self.operands) + [self.results[0]])
+
+    def print_custom(self, p):
+        p.write(f"te.extern @{self.attributes['callee'].name}({p.values(self.operands)}) : {self.results[0].type}")
+
+
+class ExternCallOp(Operation):
+    """``te.extern_call @k(%A, %B, %C)``: a scheduled te.extern, writing its
+    last operand (a te.realize)."""
+
+    __slots__ = ()
+    name = "te.extern_call"
+    OPERANDS = ("*buffers",)
+    RESULTS = ()
+    ATTRS = {"callee": Attr(SYMBOL_REF)}
+
+    callee_op = ExternOp.callee_op
+
+    def verify_(self):
+        check_extern_call(self, list(self.operands))
+
+    def print_custom(self, p):
+        p.write(f"te.extern_call @{self.attributes['callee'].name}({p.values(self.operands)})")
+
+
+def check_extern_call(op, values):
+    """The callee is a tir.func taking a buffer of each value's type, in order."""
+    name = op.attributes["callee"].name
+    f = op.callee_op()
+    if f is None or f.name != "tir.func":
+        raise op.error(f"@{name} is not a tir.func of this module")
+    params = list(f.body.args)
+    if len(params) != len(values) or f.attributes.get("num_outputs", 1) != 1:
+        raise op.error(f"@{name} takes {len(params)} buffer(s) with {f.attributes.get('num_outputs', 1)} "
+                       f"output(s); the call passes {len(values) - 1} input(s) and one output")
+    for k, (a, v) in enumerate(zip(params, values)):
+        t = v.type
+        if not isinstance(t, T.TensorType) or not isinstance(a.type, T.MemRefType) or \
+                tuple(a.type.shape) != tuple(t.shape) or a.type.element_type is not t.element_type:
+            raise op.error(f"argument #{k} of @{name} is {a.type}, the call gives {t}")
 
 
 class IntrinOp(IntrinOpBase):

@@ -10,11 +10,12 @@ from ...ir import types as T
 from ...ir.attributes import SymbolRef
 from ...ir.core import OpResult
 from ...ir.registry import get_op_class
-from .ops import ComputeOp, FuncOp, ReducerOp, IntrinOp, ReadOp, RealizeOp, ReturnOp, WriteOp, YieldOp
+from .ops import ComputeOp, ExternCallOp, ExternOp, FuncOp, ReducerOp, IntrinOp, ReadOp, RealizeOp, ReturnOp, WriteOp, YieldOp
 from .schedule_ops import AXIS, is_stage, stage_axis_count
 
 GRAMMAR = "te.lark"
-OP_RULES = ["te_reducer", "te_func", "te_compute", "te_read", "te_write", "te_realize", "te_intrin", "te_schedule", "te_stage"]
+OP_RULES = ["te_reducer", "te_func", "te_compute", "te_read", "te_write", "te_realize", "te_intrin", "te_schedule", "te_stage", "te_extern",
+            "te_extern_call"]
 
 _NAME = re.compile(r"%[A-Za-z0-9_$.\-]+(#[0-9]+)?")
 
@@ -148,6 +149,14 @@ class Syntax:
     def te_intrin(self, c):
         tok, name, vals, t = c
         return self.make_op(IntrinOp, self.uses_in(vals), [t], {"intrin": name[1:-1]}, (), tok)
+
+    def te_extern(self, c):
+        tok, sym, vals, t = c
+        return self.make_op(ExternOp, self.uses_in(vals), [t], {"callee": SymbolRef(_symbol(sym))}, (), tok)
+
+    def te_extern_call(self, c):
+        tok, sym, vals = c
+        return self.make_op(ExternCallOp, self.uses_in(vals), (), {"callee": SymbolRef(_symbol(sym))}, (), tok)
 
     # -- schedules -----------------------------------------------------------------
 

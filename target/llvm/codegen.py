@@ -12,7 +12,10 @@ Lowering, op by op:
   ``llvm.loop.vectorize.enable`` and ``llvm.loop.vectorize.width`` (the
   largest power of two <= min(extent, 16)) on loops LLVM can vectorise
   (innermost, no vector values, no call without a vector form), and nothing
-  on the others, for which LLVM would only print warnings;
+  on the others, for which LLVM would only print warnings; a serial loop
+  with the ``pragma_llvm_vectorize = W`` annotation (``te.pragma %k
+  {llvm_vectorize = W}``) gets the same hint, which also allows LLVM to
+  vectorize a float reduction (W lanes of partial sums);
   a thread-bound loop runs serially (a barrier in it is an error: it needs
   the CUDA target).  ``parallel`` → the body is outlined into a worker
   function and run through ``__tvmd_parallel_for`` on all cores (declared
@@ -30,7 +33,8 @@ Lowering, op by op:
 * arith: integer ops (``nsw`` on index add/sub/mul), ``floordivsi`` /
   ``floormodsi`` rounding toward minus infinity (``sdiv``/``srem`` and a fix-up
   when the remainder's sign differs from the divisor's), ``llvm.smax``/``smin``,
-  float ops without fast-math flags, ``maximumf``/``minimumf`` as
+  float ops with only the ``contract`` fast-math flag (a multiply and an
+  add may become one fma, as C compilers do by default), ``maximumf``/``minimumf`` as
   ``llvm.maximum``/``minimum`` (NaN-propagating, like numpy), comparisons,
   select and casts (``index_cast`` zero-extends i1 and unsigned sources).
 """
@@ -46,6 +50,8 @@ from .intrinsics import LLVM_INTRINSIC, emit_intrinsic, intrinsic
 from .irutil import I32, I64, PTR, VOID, BFloatType, alloca, c64, declare, loop_metadata
 from .parallel import WORKER_TYPE, free_values, parallel_for
 
+# te.pragma %k {llvm_vectorize = W}: vectorize a serial (reduction) loop
+VECTORIZE_PRAGMA = "pragma_llvm_vectorize"
 ALLOCA_LIMIT = 64 * 1024   # bytes; larger allocs go to the heap
 BUFFER_ALIGN = 64
 MAX_VECTORIZE_WIDTH = 16
@@ -86,6 +92,9 @@ _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "a
                "arith.shli": "shl", "arith.shrsi": "ashr"}
 _FLOAT_BINARY = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
                  "arith.remf": "frem"}
+# ``contract`` lets LLVM fuse a multiply feeding an add into one fma (one
+# rounding instead of two: never less accurate); no other fast-math flag.
+_CONTRACTABLE = ("arith.addf", "arith.subf", "arith.mulf")
 _INTRINSIC_BINARY = {"arith.maxsi": "llvm.smax", "arith.minsi": "llvm.smin", "arith.maximumf": "llvm.maximum",
                      "arith.minimumf": "llvm.minimum", "arith.powf": "llvm.pow"}
 
@@ -260,6 +269,8 @@ class FuncCodegen:
             out = self.floormod(*args)
         elif name in _FLOAT_BINARY:
             out = getattr(b, _FLOAT_BINARY[name])(*args)
+            if name in _CONTRACTABLE:
+                out.flags.append("contract")
         elif name in _INTRINSIC_BINARY:
             out = b.call(intrinsic(self.m, _INTRINSIC_BINARY[name], args[0].type, 2), args)
         elif name == "arith.negf":
@@ -386,6 +397,13 @@ class FuncCodegen:
             while width * 2 <= limit:
                 width *= 2
             if _vectorizable(op):
+                props += [("llvm.loop.vectorize.enable", True), ("llvm.loop.vectorize.width", width)]
+        elif kind == "serial" and op.attributes.get(VECTORIZE_PRAGMA) is not None and _vectorizable(op):
+            # a reduction loop: the hint lets LLVM reassociate the sum (lanes of
+            # partial sums, a horizontal add at the end), which it never does
+            # unasked without fast-math
+            width = int(op.attributes[VECTORIZE_PRAGMA])
+            if width > 1:
                 props += [("llvm.loop.vectorize.enable", True), ("llvm.loop.vectorize.width", width)]
         self.loop(self.bound(op.lower), self.bound(op.upper), op.induction_var,
                   lambda: self.block(op.body), props)

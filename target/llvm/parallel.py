@@ -158,10 +158,9 @@ entry:
   %clp = getelementptr %slot, ptr %slot, i32 0, i32 3
   %lop = getelementptr %slot, ptr %slot, i32 0, i32 4
   %hip = getelementptr %slot, ptr %slot, i32 0, i32 5
-  %g0 = load atomic i32, ptr %genp acquire, align 4
   br label %wait
 wait:
-  %my = phi i32 [ %g0, %entry ], [ %g, %next ]
+  %my = phi i32 [ 0, %entry ], [ %g, %next ]
   br label %spin
 spin:
   %k = phi i32 [ 0, %wait ], [ %k1, %spin.next ], [ 0, %woke ]
@@ -247,6 +246,10 @@ grow.loop:
   br i1 %short, label %grow.make, label %split
 grow.make:
   %newslot = getelementptr [{MAXW} x %slot], ptr @__tvmd_pool_slots, i64 0, i64 %have
+  ; a new worker starts at generation 0 (the slot may be reused after fork)
+  store i32 0, ptr %newslot, align 4
+  %newsleep = getelementptr %slot, ptr %newslot, i32 0, i32 1
+  store i32 0, ptr %newsleep, align 4
   %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @__tvmd_pool_worker, ptr %newslot)
   %made = icmp eq i32 %rc, 0
   br i1 %made, label %grow.ok, label %split

@@ -70,10 +70,13 @@ def callee_type(callee_op):
     """The signature a call sees: a relay/te function's type, or a lower-level
     kernel's tensor view of itself (``tensor_signature``)."""
     sig = getattr(callee_op, "tensor_signature", None)
-    if sig is not None:
-        return sig()
-    ft = callee_op.attributes.get("function_type")
-    return ft if isinstance(ft, T.FunctionType) else None
+    ft = sig() if sig is not None else callee_op.attributes.get("function_type")
+    if not isinstance(ft, T.FunctionType):
+        return None
+    if len(ft.results) > 1:
+        # a kernel returns a tuple's fields (split, topk): the call's one value is that tuple
+        return T.FunctionType(ft.inputs, [T.TupleType(ft.results)])
+    return ft
 
 
 class CallOp(RelayOp):

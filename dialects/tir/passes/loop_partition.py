@@ -22,7 +22,8 @@ clamped to the loop, the loop becomes up to three copies::
     for i in [b+1, hi)    guard kept, or removed where provably false
 
 (``e >= 0`` for all values, i.e. ``k*i + Rlo >= 0`` over the whole part,
-proves the guard false: it is replaced by its else-branch or erased.)
+proves the guard false: it is replaced by its else-branch or erased, and
+a part left with nothing but pure ops is dropped.)
 The copies are then partitioned again for other guards, at most
 ``max-partitions`` splits per function.  The split tail of ``te.split``
 (``o*64 + v < 1000``) thus partitions the *outer* loop: the main part runs
@@ -135,6 +136,16 @@ def _analyse(loop, guard, bounds):
     return _Guard(guard, parts)
 
 
+def _has_effect(loop) -> bool:
+    """Whether anything in `loop` writes memory or synchronises (pure ops,
+    loops, ifs and allocs by themselves do not)."""
+    from ....ir.traits import PURE
+    for o in loop.walk(include_self=False):
+        if o.name not in ("tir.for", "tir.if", "tir.alloc") and PURE not in o.traits:
+            return True
+    return False
+
+
 def _inline(rw, op, block):
     for inner in list(block.ops):
         rw.insert_before(op, inner)
@@ -207,6 +218,8 @@ class _Partitioner:
                 _resolve(rw, guard, True)
             elif g.false_on(s, t - 1):
                 _resolve(rw, guard, False)
+                if not _has_effect(part):
+                    rw.erase_op(part)   # the part only ever did what the guard kept it from
         rw.erase_op(loop)
 
 

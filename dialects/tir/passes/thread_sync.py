@@ -23,7 +23,15 @@ out of inner loops, and otherwise is scanned inside.  After the body of a
 serial loop, the accesses left pending are checked against those at the
 start of the body, which the next iteration makes: a conflict puts a
 barrier at the end of the body.  Thread-bound loops are parallel, so they
-carry nothing from one iteration to the next.  Accesses of ``local`` and
+carry nothing from one iteration to the next.
+
+Same-thread exemption: an access whose indices hold, each as an index of
+its own, the variable of every enclosing ``threadIdx`` loop touches an
+element no other thread touches through the same index values.  So a
+thread updating its own slot (``RF[t] = RF[t] + x``, the partial sums of a
+row reduction) needs no barrier between its read and its write, as long as
+every access of that buffer since the last barrier uses the very same
+index values.  Accesses of ``local`` and
 global buffers never need a block barrier (a thread's own, or not shared
 within a block in a way a barrier orders).  A barrier already present
 clears the sets, so running the pass twice adds nothing.
@@ -48,17 +56,51 @@ class ThreadSync(ModulePass):
 
 
 class _Pending:
+    """Shared buffers read and written since the last barrier, each with the
+    set of its accesses' signatures (see :func:`_signature`)."""
+
     __slots__ = ("reads", "writes")
 
     def __init__(self):
-        self.reads, self.writes = set(), set()
+        self.reads, self.writes = {}, {}
 
     def clear(self):
         self.reads.clear()
         self.writes.clear()
 
     def conflicts(self, reads, writes):
-        return bool(reads & self.writes or writes & self.reads)
+        return _clash(reads, self.writes) or _clash(writes, self.reads)
+
+    def add(self, reads, writes):
+        for mine, new in ((self.reads, reads), (self.writes, writes)):
+            for b, sigs in new.items():
+                mine.setdefault(b, set()).update(sigs)
+
+
+def _clash(a, b):
+    """Do accesses `a` and `b` ({buffer: signatures}) need a barrier between them?"""
+    for buf, sa in a.items():
+        sb = b.get(buf)
+        if sb is None:
+            continue
+        both = sa | sb
+        if len(both) != 1 or None in both:
+            return True
+    return False
+
+
+def _signature(op, indices):
+    """The indices, when they hold every enclosing threadIdx variable (so
+    the element is this thread's alone); None otherwise."""
+    tvs = []
+    p = op.parent_op
+    while p is not None:
+        if p.name == "tir.for" and p.attributes.get("kind") == "thread" \
+                and str(p.attributes.get("thread", "")).startswith("threadIdx") and p.static_extent != 1:
+            tvs.append(p.induction_var)
+        p = p.parent_op
+    idx = tuple(indices)
+    return idx if tvs and all(tv in idx for tv in tvs) else None
 
 
 def sync_function(f):
@@ -78,13 +120,13 @@ class _Sync:
         self.inserted = 0
 
     def accesses(self, op):
-        """(reads, writes): the shared buffers op and its nested ops touch."""
-        reads, writes = set(), set()
+        """(reads, writes): {shared buffer: signatures} of op and its nested ops."""
+        reads, writes = {}, {}
         for o in op.walk():
             if o.name == "tir.load" and o.operands[0] in self.shared:
-                reads.add(o.operands[0])
+                reads.setdefault(o.operands[0], set()).add(_signature(o, o.operands[1:]))
             elif o.name == "tir.store" and o.operands[1] in self.shared:
-                writes.add(o.operands[1])
+                writes.setdefault(o.operands[1], set()).add(_signature(o, o.operands[2:]))
         return reads, writes
 
     def barrier_before(self, op):
@@ -104,8 +146,7 @@ class _Sync:
                 self.barrier_before(op)
                 pending.clear()
             if not op.regions:
-                pending.reads |= reads
-                pending.writes |= writes
+                pending.add(reads, writes)
                 continue
             for r in op.regions:
                 for b in r.blocks:
@@ -117,13 +158,14 @@ class _Sync:
         """A barrier at the end of the body when what the body left pending
         conflicts with what its start (the next iteration) accesses."""
         from ..ops import BarrierOp
-        reads, writes = set(), set()
+        reads, writes = {}, {}
         for op in loop.body.ops:
             if op.name == "tir.barrier":
                 break
             r, w = self.accesses(op)
-            reads |= r
-            writes |= w
+            for mine, new in ((reads, r), (writes, w)):
+                for b, sigs in new.items():
+                    mine.setdefault(b, set()).update(sigs)
         if pending.conflicts(reads, writes):
             loop.body.append(BarrierOp([], [], {}, (), loop.loc))
             self.inserted += 1

@@ -1,0 +1,189 @@
+"""The compile driver (runtime/build.py), the planned executor (runtime/program.py)
+and static memory planning (runtime/memory_plan.py).
+
+Numerics are checked against numpy written out here, never against our own
+output."""
+
+import io
+
+import numpy as np
+import pytest
+
+from tvmd.runtime.build import TtyProgress, build
+from tvmd.runtime.memory_plan import plan_memory
+from tvmd.runtime.program import Profile
+
+CHAIN = """
+relay.func @main(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %0 = nn.relu(%x) : tensor<16x64xf32>
+  %1 = exp(%0) : tensor<16x64xf32>
+  %2 = negative(%1) : tensor<16x64xf32>
+  %3 = add(%2, %x) : tensor<16x64xf32>
+  %4 = sigmoid(%3) : tensor<16x64xf32>
+  return %4
+}
+"""
+
+
+def chain_ref(x):
+    y = -np.exp(np.maximum(x, 0)) + x
+    return 1 / (1 + np.exp(-y))
+
+
+def rand(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# -- the planner on its own -------------------------------------------------------------
+
+def test_plan_reuses_freed_blocks_best_fit():
+    # a chain: b0 -> b1 -> b2 -> b3 (returned); each read only by the next step
+    steps = [([("b0", 1000)], ["x"], "v0", "kernel"),
+             ([("b1", 1000)], ["v0"], "v1", "kernel"),
+             ([("b2", 500)], ["v1"], "v2", "kernel"),
+             ([("b3", 1000)], ["v2"], "v3", "kernel")]
+    plan = plan_memory(steps, ["v3"])
+    assert plan.block_of["b3"] is None and plan.escaping == {"b3"}
+    # b0 is freed after step 1, so b2 (smaller) takes its block; b1's inputs are never its outputs
+    assert plan.block_of["b0"] != plan.block_of["b1"]
+    assert plan.block_of["b2"] == plan.block_of["b0"]
+    assert len(plan.block_sizes) == 2
+    assert plan.planned_bytes < plan.unplanned_bytes
+
+
+def test_plan_keeps_buffers_alive_through_views():
+    # v1 is an interpreted view (reshape) of b0: b0 stays live until v1's last use
+    steps = [([("b0", 256)], ["x"], "v0", "kernel"),
+             ([], ["v0"], "v1", "interpreted"),
+             ([("b1", 256)], ["x"], "v2", "kernel"),
+             ([("b2", 256)], ["v1", "v2"], "v3", "kernel")]
+    plan = plan_memory(steps, ["v3"])
+    assert plan.block_of["b1"] != plan.block_of["b0"]
+
+
+def test_plan_outputs_viewed_by_a_returned_value_escape():
+    steps = [([("b0", 64)], ["x"], "v0", "kernel"),
+             ([], ["v0"], "v1", "interpreted")]
+    plan = plan_memory(steps, ["v1"])
+    assert plan.escaping == {"b0"} and plan.block_of["b0"] is None
+
+
+# -- build + run --------------------------------------------------------------------------
+
+def test_build_compiles_and_matches_numpy():
+    cm = build(CHAIN, progress=False)
+    assert cm.mode == "compiled" and cm.kernels and not cm.interpreted
+    x = rand((16, 64))
+    np.testing.assert_allclose(cm.run(x), chain_ref(x), rtol=1e-5, atol=1e-6)
+    assert set(cm.phase_times) == {"parse", "graph", "lower", "codegen", "plan"}
+
+
+def test_planned_memory_is_smaller_and_outputs_are_owned_by_the_caller():
+    cm = build(CHAIN, opt_level=0, progress=False)     # opt-level 0: one kernel per op
+    assert len(cm.kernels) == 5
+    plan = cm.memory_plan
+    assert plan.planned_bytes < plan.unplanned_bytes
+    assert "planned vs" in cm.summary()
+    x1, x2 = rand((16, 64), 1), rand((16, 64), 2)
+    y1 = cm.run(x1)
+    keep = y1.copy()
+    y2 = cm.run(x2)
+    # the second run neither wrote into the first output nor returned the same buffer
+    assert not np.shares_memory(y1, y2)
+    np.testing.assert_array_equal(y1, keep)
+    np.testing.assert_allclose(y2, chain_ref(x2), rtol=1e-5, atol=1e-6)
+    for blk in cm.executor.program.blocks:
+        assert not np.shares_memory(y2, blk)
+
+
+def test_returned_constant_and_input_are_copies():
+    text = """
+relay.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %c = constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %0 = add(%x, %c) : tensor<4xf32>
+  return %0, %c, %x
+}
+"""
+    cm = build(text, progress=False)
+    x = np.arange(4, dtype=np.float32)
+    s, c, xx = cm.run(x)
+    np.testing.assert_array_equal(s, x + [1, 2, 3, 4])
+    assert not np.shares_memory(xx, x)
+    c[...] = 0      # the caller owns it: the bound constant is untouched
+    np.testing.assert_array_equal(cm.run(x)[1], [1, 2, 3, 4])
+
+
+def test_ops_without_a_compute_fall_back_to_the_interpreter(monkeypatch):
+    from tvmd.conversion.relay_to_te import strategies
+    monkeypatch.delitem(strategies.STRATEGIES, "exp")
+    cm = build(CHAIN, opt_level=0, progress=False)
+    names = [n for n, _ in cm.interpreted]
+    assert len(names) == 1 and "exp" in names[0]
+    assert "no TE compute" in cm.interpreted[0][1]
+    assert len(cm.kernels) == 4
+    x = rand((16, 64), 3)
+    np.testing.assert_allclose(cm.run(x), chain_ref(x), rtol=1e-5, atol=1e-6)
+    prof = Profile()
+    cm.run_list(x, profile=prof)
+    table = prof.table()
+    assert "(interpreted)" in table and table.splitlines()[-1].startswith("total")
+    with pytest.raises(Exception, match="no TE compute"):
+        build(CHAIN, opt_level=0, progress=False, fallback=False)
+
+
+def test_dynamic_shapes_fall_back():
+    text = """
+relay.func @main(%x: tensor<?x8xf32>, %y: tensor<4x8xf32>) -> (tensor<?x8xf32>, tensor<4x8xf32>) {
+  %0 = nn.relu(%x) : tensor<?x8xf32>
+  %1 = multiply(%y, %y) : tensor<4x8xf32>
+  return %0, %1
+}
+"""
+    cm = build(text, progress=False)
+    assert len(cm.interpreted) == 1 and len(cm.kernels) == 1
+    x, y = rand((3, 8)), rand((4, 8), 1)
+    a, b = cm.run(x, y)
+    np.testing.assert_allclose(a, np.maximum(x, 0))
+    np.testing.assert_allclose(b, y * y, rtol=1e-6)
+
+
+def test_control_flow_runs_on_the_interpreter():
+    text = """
+relay.func @main(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = if %c : tensor<4xf32> {
+    %a = nn.relu(%x) : tensor<4xf32>
+    yield %a
+  } else {
+    %b = negative(%x) : tensor<4xf32>
+    yield %b
+  }
+  return %r
+}
+"""
+    cm = build(text, progress=False)
+    assert cm.mode == "interpreter" and "not straight-line" in cm.reason
+    x = rand((4,))
+    np.testing.assert_allclose(cm.run(np.array(False), x), -x)
+
+
+def test_progress_on_a_terminal_only():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    seen = []
+    build(CHAIN, opt_level=0, progress=lambda phase, i, n, name: seen.append((phase, i, n)))
+    lowered = [s for s in seen if s[0] == "lower"]
+    assert [(s[1], s[2]) for s in lowered] == [(i, 5) for i in range(1, 6)]
+    t = Tty()
+    p = TtyProgress(t)
+    p("lower", 1, 2, "fused_a")
+    p("lower", 2, 2, "b")
+    p.done()
+    out = t.getvalue()
+    assert out.startswith("\rtvmd: lower [1/2] fused_a") and out.endswith("\r")
+    # piped (not a tty): build writes nothing to stderr
+    import contextlib
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        build(CHAIN, progress=None)
+    assert err.getvalue() == ""
