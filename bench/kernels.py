@@ -13,8 +13,8 @@ Rows (issue 4's table):
   with packed A and B stages and a hand schedule: 8x32 register tile,
   lowered by --lower-te-to-tir, no hand tir) vs numpy ``A @ B``, GFLOP/s;
 * ``conv2d``: 1x64x56x56, 64 filters 3x3, pad 1, the DEFAULT schedule
-  (relay --fuse-ops --lower-relay-to-te --lower-te-to-tir) vs numpy
-  ``np.pad`` + im2col copy + BLAS matmul, GFLOP/s;
+  (relay --fuse-ops --lower-relay-to-te --lower-te-to-tir), NCHW/OIHW and
+  NHWC/HWIO, vs numpy ``np.pad`` + im2col copy + BLAS matmul, GFLOP/s;
 * ``dense`` 1x2048 -> 1000, ``softmax`` and ``layer_norm`` over 128x768
   rows, default schedules, vs the numpy formula, in GB/s of input read.
 
@@ -62,6 +62,10 @@ tir.func @add_relu(%A: memref<{n}xf32>, %B: memref<{n}xf32>, %C: memref<{n}xf32>
 
 CONV = """relay.func @main(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x56x56xf32> {
   %0 = nn.conv2d(%x, %w) {padding = [1, 1, 1, 1]} : tensor<1x64x56x56xf32>
+  return %0
+}"""
+CONV_NHWC = """relay.func @main(%x: tensor<1x56x56x64xf32>, %w: tensor<3x3x64x64xf32>) -> tensor<1x56x56x64xf32> {
+  %0 = nn.conv2d(%x, %w) {padding = [1, 1, 1, 1], data_layout = "NHWC", kernel_layout = "HWIO"} : tensor<1x56x56x64xf32>
   return %0
 }"""
 DENSE = """relay.func @main(%x: tensor<1x2048xf32>, %w: tensor<1000x2048xf32>) -> tensor<1x1000xf32> {
@@ -173,24 +177,35 @@ def bench_matmul(rng, repeat):
     return [("matmul 1024^3 (.te)", "GFLOP/s", gf / t_tvmd, gf / t_np, cs)]
 
 
-def bench_conv2d(rng, repeat):
+def im2col_blas(x, w):
+    """NCHW conv2d 3x3, pad 1, stride 1 as numpy would: pad, im2col copy,
+    one BLAS matmul."""
     import numpy as np
     from numpy.lib.stride_tricks import sliding_window_view
-    k, f, cs = relay_kernel(CONV)
+    c, h, wd = x.shape[1:]
+    w2 = w.reshape(w.shape[0], -1)
+    xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+    cols = sliding_window_view(xp, (3, 3), axis=(1, 2))                 # C x H x W x 3 x 3
+    cols = np.ascontiguousarray(cols.transpose(0, 3, 4, 1, 2)).reshape(c * 9, h * wd)
+    return (w2 @ cols).reshape(1, w.shape[0], h, wd)
+
+
+def bench_conv2d(rng, repeat):
+    import numpy as np
+    rows = []
     x = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)
     w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
-    w2 = w.reshape(64, 576)
-
-    def im2col_blas():
-        xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
-        cols = sliding_window_view(xp, (3, 3), axis=(1, 2))        # 64x56x56x3x3
-        cols = np.ascontiguousarray(cols.transpose(0, 3, 4, 1, 2)).reshape(576, 56 * 56)
-        return (w2 @ cols).reshape(1, 64, 56, 56)
-    want = im2col_blas()
-    t_tvmd = time_kernel(k, f, [x, w], want, repeat)
-    t_np = median_time(im2col_blas, repeat)
+    want = im2col_blas(x, w)
+    t_np = median_time(lambda: im2col_blas(x, w), repeat)
     gf = 2 * 64 * 64 * 9 * 56 * 56 / 1e9
-    return [("conv2d 3x3 (default)", "GFLOP/s", gf / t_tvmd, gf / t_np, cs)]
+    k, f, cs = relay_kernel(CONV)
+    t_tvmd = time_kernel(k, f, [x, w], want, repeat)
+    rows.append(("conv2d NCHW (default)", "GFLOP/s", gf / t_tvmd, gf / t_np, cs))
+    k, f, cs = relay_kernel(CONV_NHWC)
+    t_tvmd = time_kernel(k, f, [x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0)], want.transpose(0, 2, 3, 1),
+                         repeat)
+    rows.append(("conv2d NHWC (default)", "GFLOP/s", gf / t_tvmd, gf / t_np, cs))
+    return rows
 
 
 def bench_dense(rng, repeat):

@@ -31,7 +31,7 @@ from .onnx import StaticValueRequired, load_model
 class InterpreterExecutor:
     """Runs @main of a relay module with the reference interpreter."""
 
-    def __init__(self, module):
+    def __init__(self, module, **options):
         self.module = module
 
     def __call__(self, arrays):
@@ -45,10 +45,10 @@ class InterpreterExecutor:
 class CompiledExecutor:
     """Compiles @main once (runtime/build.py); each call runs the compiled model."""
 
-    def __init__(self, module):
+    def __init__(self, module, **options):
         from ..runtime.build import build
         self.module = module
-        self.compiled = build(module, progress=False)
+        self.compiled = build(module, progress=False, **options)
 
     def __call__(self, arrays):
         import numpy as np
@@ -74,11 +74,12 @@ class _Import:
 
 
 class TvmdBackendRep(BackendRep):
-    def __init__(self, model, mode=DEFAULT_MODE, **import_options):
+    def __init__(self, model, mode=DEFAULT_MODE, compile_options=None, **import_options):
         if mode not in EXECUTORS:
             raise ValueError(f"unknown mode '{mode}'; expected one of {', '.join(EXECUTORS)}")
         self.model = model
         self.mode = mode
+        self.compile_options = dict(compile_options or {})
         self.options = import_options
         inits = {t.name for t in model.graph.initializer}
         self.inputs = [vi for vi in model.graph.input if vi.name not in inits]
@@ -92,7 +93,7 @@ class TvmdBackendRep(BackendRep):
         imp = GraphImporter(self.model, shape=shapes, input_values=values, **self.options)
         module, _ = imp.run()
         read = {name: values[name] for name in imp.bound_used} if values else {}
-        return _Import(EXECUTORS[self.mode](module), module, read, imp.param_inputs)
+        return _Import(EXECUTORS[self.mode](module, **self.compile_options), module, read, imp.param_inputs)
 
     def try_declared(self):
         """Import with the model's declared input shapes; None when that
@@ -171,13 +172,15 @@ def _same(a, b):
 
 
 class TvmdBackend(Backend):
-    """``prepare(model, device="CPU", mode="compiled" | "interpreter", **from_onnx options)``."""
+    """``prepare(model, device="CPU", mode="compiled" | "interpreter", compile_options=None,
+    **from_onnx options)``; `compile_options` go to ``runtime.build.build`` (opt_level,
+    codegen_opt_level, fallback)."""
 
     @classmethod
-    def prepare(cls, model, device="CPU", mode=DEFAULT_MODE, **kwargs):
+    def prepare(cls, model, device="CPU", mode=DEFAULT_MODE, compile_options=None, **kwargs):
         if not cls.supports_device(device):
             raise ValueError(f"tvmd's ONNX backend runs on CPU, not '{device}'")
-        rep = TvmdBackendRep(load_model(model), mode, **_import_options(kwargs))
+        rep = TvmdBackendRep(load_model(model), mode, compile_options, **_import_options(kwargs))
         rep.try_declared()
         return rep
 

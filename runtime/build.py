@@ -140,8 +140,10 @@ def graph_pipeline(opt_level):
 
 
 def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entry="main",
-          tir_passes=("tir-simplify",), source_name="<model>") -> CompiledModel:
-    """Compile relay `module` (an IR module or relay text); see the module docstring."""
+          tir_passes=("tir-simplify",), source_name="<model>", codegen_opt_level=None) -> CompiledModel:
+    """Compile relay `module` (an IR module or relay text); see the module docstring.
+    `codegen_opt_level` is LLVM's -O level (default: `opt_level`); 0 compiles
+    several times faster, for many small models (the ONNX conformance suite)."""
     from ..ir.pass_manager import PassContext
     from .executor import Executor
     if opt_level not in (0, 1, 2, 3):
@@ -178,7 +180,8 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
                 report("codegen", 0, 0, f"{len(kernels)} kernels (LLVM)")
             from ..target.llvm import jit
             from ..target.spec import as_target
-            lib = jit.compile(module, as_target(target), opt_level)
+            lib = jit.compile(module, as_target(target),
+                              opt_level if codegen_opt_level is None else codegen_opt_level)
         times["codegen"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ex = Executor(module, target, entry, opt_level, lib=lib)

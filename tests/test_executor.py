@@ -187,3 +187,25 @@ def test_progress_on_a_terminal_only():
     with contextlib.redirect_stderr(err):
         build(CHAIN, progress=None)
     assert err.getvalue() == ""
+
+
+def test_onnx_backend_compiles_by_default():
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from tvmd.frontend import onnx_backend
+    g = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["s", "x"], ["y"])],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rand((2, 5))
+    want = x / (1 + np.exp(-x))
+    rep = onnx_backend.prepare(model)
+    (imp,) = rep._imports.values()
+    assert rep.mode == "compiled" and imp.run.compiled.kernels
+    np.testing.assert_allclose(rep.run([x])[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rep.run([x + 1])[0], (x + 1) / (1 + np.exp(-x - 1)), rtol=1e-5, atol=1e-6)
+    rep_i = onnx_backend.prepare(model, mode="interpreter")
+    np.testing.assert_allclose(rep_i.run([x])[0], want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="unknown mode"):
+        onnx_backend.prepare(model, mode="jit")

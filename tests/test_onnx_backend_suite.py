@@ -5,26 +5,35 @@ few ONNX ops each, generated in memory by the onnx package), and the
 pytorch-converted, pytorch-operator and simple model suites shipped as
 files.  The "real" suite (full networks downloaded from the internet) is
 left out.  Every case runs on CPU through ``tvmd.frontend.onnx_backend``:
-import to relay, run with the relay interpreter, compare with ONNX's
-expected outputs.
+import to relay, compile (``mode="compiled"``, the backend's default: graph
+passes, kernels lowered to TIR, LLVM JIT; LLVM at -O0 here, which compiles
+the suite's ~1500 small models several times faster than -O3 and computes
+the same values), run, compare with ONNX's expected outputs.
+
+``TVMD_ONNX_SUITE_MODES=compiled,interpreter`` runs the cases a second time
+on the relay reference interpreter (classes suffixed ``Interpreted``), to
+check parity; the default is the compiled run only, to keep the suite at a
+few minutes.
 
 A case the frontend cannot convert is skipped with the reason
 ``unsupported op: <OpType> (<why>)``, taken from the importer's
 UnsupportedOpError: the list follows what the converters and the relay op
 set can do, nothing here names an op.  Cases known to fail for reasons
-outside the frontend are in KNOWN_FAILURES, strict xfails, counted as
-attempted but not passed.
+outside the frontend are in KNOWN_FAILURES (both modes) and
+KNOWN_COMPILED_FAILURES (compiled only), strict xfails, counted as attempted
+but not passed.
 
 At the end pytest prints::
 
-    ONNX backend suite: P passed / A attempted, S unsupported (by op: Op n, ...)
+    ONNX backend suite (compiled): P passed / A attempted, S unsupported (by op: Op n, ...)
 
-with a line per suite below it.
+with a line per suite below it, and the same for each other mode run.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import re
 import unittest
 import warnings
@@ -47,6 +56,14 @@ KNOWN_FAILURES = {
     "test_loop16_seq_none": "the onnx runner cannot compare this output (a sequence whose first element "
                             "is 0-d: it takes len() of it); the values are right",
 }
+
+# Cases that fail only compiled, with why.
+KNOWN_COMPILED_FAILURES = {
+}
+
+MODES = [m for m in os.environ.get("TVMD_ONNX_SUITE_MODES", "compiled").split(",") if m]
+SUFFIX = {"compiled": "", "interpreter": "Interpreted"}
+COMPILE_OPTIONS = {"codegen_opt_level": 0}
 
 SUITES = {
     "OnnxBackendNodeModelTest": "node",
@@ -76,19 +93,24 @@ class SuiteRep:
 
 
 class SuiteBackend(onnx_backend.TvmdBackend):
+    MODE = "compiled"
+
     @classmethod
     def prepare(cls, model, device="CPU", **kwargs):
+        options = COMPILE_OPTIONS if cls.MODE == "compiled" else None
         try:
-            return SuiteRep(super().prepare(model, device, **kwargs))
+            return SuiteRep(super().prepare(model, device, mode=cls.MODE, compile_options=options, **kwargs))
         except UnsupportedOpError as e:
             raise unittest.SkipTest(unsupported_reason(e)) from None
 
 
-def _build():
+def _build(mode):
+    backend = type(f"SuiteBackend{SUFFIX[mode]}", (SuiteBackend,), {"MODE": mode})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # the case generators overflow casts on purpose
-        bt = onnx.backend.test.BackendTest(SuiteBackend, __name__)
-    for name in KNOWN_FAILURES:
+        bt = onnx.backend.test.BackendTest(backend, __name__)
+    known = dict(KNOWN_FAILURES, **(KNOWN_COMPILED_FAILURES if mode == "compiled" else {}))
+    for name in known:
         bt.xfail(f"^{re.escape(name)}_cpu$")
     cases = bt.test_cases
     out = {}
@@ -96,12 +118,15 @@ def _build():
         if cls_name not in SUITES:
             continue
         for attr in [a for a in vars(case) if a.endswith("_cuda")]:
-            delattr(case, attr)     # the interpreter is a CPU backend
-        out[cls_name] = case
+            delattr(case, attr)     # a CPU backend
+        name = cls_name + SUFFIX[mode]
+        case.__name__ = case.__qualname__ = name
+        out[name] = case
     return out
 
 
-globals().update(_build())
+for _mode in MODES:
+    globals().update(_build(_mode))
 
 
 # -- the summary line ------------------------------------------------------------------
@@ -110,18 +135,19 @@ class _Tally:
     """Counts this module's outcomes; prints the summary at the end."""
 
     def __init__(self):
-        self.passed = collections.Counter()      # suite -> n
+        self.passed = collections.Counter()      # (mode, suite) -> n
         self.failed = collections.Counter()
         self.unsupported = collections.Counter()
-        self.by_op = collections.Counter()
+        self.by_op = collections.defaultdict(collections.Counter)   # mode -> op -> n
 
     @staticmethod
     def suite_of(nodeid):
         if "test_onnx_backend_suite.py" not in nodeid:
             return None
         for cls_name, suite in SUITES.items():
-            if f"::{cls_name}::" in nodeid:
-                return suite
+            for mode, suffix in SUFFIX.items():
+                if f"::{cls_name}{suffix}::" in nodeid:
+                    return mode, suite
         return None
 
     def pytest_runtest_logreport(self, report):
@@ -140,16 +166,25 @@ class _Tally:
                 self.unsupported[suite] += 1
                 ops = reason[len(UNSUPPORTED):].split(" (", 1)[0]
                 for op in ops.split(", "):
-                    self.by_op[op] += 1
+                    self.by_op[suite[0]][op] += 1
 
     def lines(self):
-        p, f, u = sum(self.passed.values()), sum(self.failed.values()), sum(self.unsupported.values())
-        ops = ", ".join(f"{op} {n}" for op, n in sorted(self.by_op.items(), key=lambda kv: (-kv[1], kv[0])))
-        out = [f"ONNX backend suite: {p} passed / {p + f} attempted, {u} unsupported (by op: {ops or 'none'})"]
-        for suite in SUITES.values():
-            sp, sf, su = self.passed[suite], self.failed[suite], self.unsupported[suite]
-            if sp or sf or su:
-                out.append(f"  {suite}: {sp} passed / {sp + sf} attempted, {su} unsupported")
+        out = []
+        for mode in SUFFIX:
+            keys = [(mode, suite) for suite in SUITES.values()]
+            p = sum(self.passed[k] for k in keys)
+            f = sum(self.failed[k] for k in keys)
+            u = sum(self.unsupported[k] for k in keys)
+            if not (p or f or u):
+                continue
+            by_op = self.by_op[mode]
+            ops = ", ".join(f"{op} {n}" for op, n in sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0])))
+            out.append(f"ONNX backend suite ({mode}): {p} passed / {p + f} attempted, {u} unsupported "
+                       f"(by op: {ops or 'none'})")
+            for k in keys:
+                sp, sf, su = self.passed[k], self.failed[k], self.unsupported[k]
+                if sp or sf or su:
+                    out.append(f"  {k[1]}: {sp} passed / {sp + sf} attempted, {su} unsupported")
         return out
 
     def pytest_terminal_summary(self, terminalreporter):

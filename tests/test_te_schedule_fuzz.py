@@ -9,7 +9,16 @@ written as te text, so the parser is in the loop too.  The result after
 --apply-schedule (the te loop executor) and after --lower-te-to-tir (the
 tir interpreter) must equal the te interpreter's on the unscheduled
 function.
+
+A second test adds the stage ops: cache_read of the input, cache_write of
+the consumer (its local stage computed at root or at a leaf of the copy)
+and rfactor of a reduce axis or of one part of its split, each followed by
+random schedules of the stages they make.
+
+The example counts are small by default; TVMD_FUZZ=1 makes them long.
 """
+
+import os
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
@@ -161,9 +170,16 @@ def scheduled_function(draw):
     return text
 
 
-@settings(max_examples=120, deadline=None)
+LONG = bool(os.environ.get("TVMD_FUZZ"))
+
+
+@settings(max_examples=2000 if LONG else 60, deadline=None)
 @given(scheduled_function(), st.integers(0, 2 ** 31 - 1))
 def test_random_schedule_keeps_numbers(text, seed):
+    check_numbers(text, seed)
+
+
+def check_numbers(text, seed):
     m = parse_module(text)
     f = m.body.first
     rng = np.random.default_rng(seed)
@@ -179,3 +195,58 @@ def test_random_schedule_keeps_numbers(text, seed):
     out = np.full(want.shape, np.nan, np.float32)
     run_tir(tf, *args, out)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def _split_extents(e, f):
+    return (1, e) if f >= e else (-(-e // f), f)
+
+
+@st.composite
+def staged_function(draw):
+    kind = draw(st.sampled_from(["elementwise", "reduction", "window", "clamp", "transpose"]))
+    m, n = draw(st.integers(1, 6)), draw(st.integers(1, 7))
+    params, stages, producer, (sp, red) = computes(kind, m, n)
+    lines = []
+    if draw(st.booleans()):
+        a_shape = params[0][1]
+        reader = "P" if kind in ("window", "clamp") else "C"
+        lines.append(f'  %AS = te.cache_read %A, %{reader} {{scope = "shared"}} : tensor<{a_shape}xf32>')
+    op = draw(st.sampled_from(["cache_write", "rfactor"] if red else ["cache_write"]))
+    if op == "cache_write":
+        lines.append(f'  %CL = te.cache_write %C {{scope = "local"}} : tensor<{m}x{n}xf32>')
+        cl, leaves = draw(schedule("C", sp, []))
+        lines += cl
+        if draw(st.booleans()):
+            lines.append(f"  te.compute_at %CL, %{draw(st.sampled_from([x for x, _ in leaves]))}")
+        lines += draw(schedule("CL", sp, red))[0]
+    else:
+        e = 5 if kind == "reduction" else 3
+        lines.append(f"  %R_i, %R_j, %R_k = te.axes %C")
+        split = draw(st.booleans())
+        if split:
+            f = draw(st.integers(1, 6))
+            lines.append(f"  %R_ko, %R_ki = te.split %R_k {{factor = {f}}}")
+            outer = draw(st.booleans())
+            h, ext = ("R_ko", _split_extents(e, f)[0]) if outer else ("R_ki", _split_extents(e, f)[1])
+        else:
+            h, ext = "R_k", e
+        fa = draw(st.integers(0, 2))
+        shape = [m, n]
+        shape.insert(fa, ext)
+        lines.append(f"  %CF = te.rfactor %C, %{h} {{factor_axis = {fa}}} : tensor<{'x'.join(map(str, shape))}xf32>")
+        lines += draw(schedule("CF", ["a", "b", "c"], ["r"] if split else []))[0]
+        lines += draw(schedule("C", sp, ["rf"]))[0]
+    if producer is not None:
+        where = draw(st.sampled_from(["inline", "root"]))
+        if where == "inline":
+            lines.append(f"  te.compute_inline %{producer}")
+        else:
+            lines += draw(schedule(producer, ["i", "j"], []))[0]
+    sig = ", ".join(f"%{p}: tensor<{s}xf32>" for p, s in params)
+    return f"te.func @f({sig}) -> tensor<{m}x{n}xf32> {{{stages}\n" + "\n".join(lines) + "\n  return %C\n}\n"
+
+
+@settings(max_examples=1000 if LONG else 40, deadline=None)
+@given(staged_function(), st.integers(0, 2 ** 31 - 1))
+def test_random_stage_ops_keep_numbers(text, seed):
+    check_numbers(text, seed)

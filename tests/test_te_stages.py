@@ -344,3 +344,140 @@ def test_extern_diagnostics():
     m = parse_module(EXTERN.replace("SCHEDULE", "  %i, %j = te.axes %C\n  te.compute_at %B, %i"))
     with pytest.raises(DiagnosticError, match="'B' is also read by the te.extern @reverse_rows"):
         apply_to_func(m.lookup("f"))
+
+
+def test_schedule_builder_stage_ops():
+    """The Python ScheduleBuilder writes the same ops (rfactor's type from the split)."""
+    from tvmd.dialects.te.builder import Emitter, ScheduleBuilder
+    m = parse_module(MATMUL.replace("SCHEDULE", ""))
+    f = m.body.first
+    c = f.body.first.results[0]
+    a = f.body.args[0]
+    ret = f.return_op.detach()
+    s = ScheduleBuilder(Emitter(f.body))
+    s.cache_read(a, [c], "shared")
+    i, j, k = s.axes(c)
+    ko, ki = s.split(k, factor=3)
+    cf = s.rfactor(c, ko, factor_axis=2)
+    assert str(cf.type) == "tensor<6x10x3xf32>"
+    s.set_scope(cf, "local")
+    f.body.append(ret)
+    text = print_module(m)
+    assert '%A_shared = te.cache_read %A, %C {scope = "shared"} : tensor<6x8xf32>' in text
+    assert "%C_rf = te.rfactor %C, %k.outer {factor_axis = 2} : tensor<6x10x3xf32>" in text
+    schedule(text, mm)
+
+
+def test_vthread_binding():
+    text, _ = schedule(MATMUL.replace("SCHEDULE", """  %i, %j, %k = te.axes %C
+  %jo, %ji = te.split %j {nparts = 2}
+  te.bind %jo {thread = "vthread"}"""), mm)
+    assert 'thread("vthread")' in text
+
+
+# -- the compute language: index math, select, casts, intrinsics ------------------------
+
+LANG = """te.func @lang(%A: tensor<6x4xf32>, %B: tensor<3xi32>) -> tensor<6x4xf32> {
+  %C = te.compute [%i, %j] : tensor<6x4xf32> {
+    %c2 = arith.constant 2 : index
+    %q = arith.floordivsi %i, %c2 : index
+    %r = arith.floormodsi %i, %c2 : index
+    %b = te.read %B[%q] : i32
+    %bf = arith.sitofp %b : i32 to f32
+    %ri = arith.index_cast %r : index to i64
+    %rf = arith.sitofp %ri : i64 to f32
+    %a = te.read %A[%i, %j] : f32
+    %z = arith.constant 0.0 : f32
+    %pos = arith.cmpf ogt, %a, %z : f32
+    %ab = te.intrin "fabs"(%a) : f32
+    %h = arith.constant 0.5 : f32
+    %p = te.intrin "pow"(%ab, %h) : f32
+    %s = arith.select %pos, %p, %bf : f32
+    %t = arith.addf %s, %rf : f32
+    yield %t
+  }
+SCHEDULE
+  return %C
+}
+"""
+
+
+@pytest.mark.parametrize("sched", ["", "  %i, %j = te.axes %C\n  %f = te.fuse %i, %j\n  %o, %n = te.split %f {factor = 5}"])
+def test_compute_language_index_math_select_casts(sched):
+    a = RNG.standard_normal((6, 4)).astype(np.float32)
+    b = np.array([3, -1, 7], np.int32)
+
+    def want(a, b):
+        i = np.arange(6)[:, None]
+        return np.where(a > 0, np.sqrt(np.abs(a)), b[i // 2].astype(np.float32)) + (i % 2)
+    schedule(LANG.replace("SCHEDULE", sched), want, [a, b])
+    from tvmd.target.llvm import jit
+    m = parse_module(LANG.replace("SCHEDULE", sched))
+    PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
+    c = np.zeros((6, 4), np.float32)
+    jit.compile(m)["lang"](a, b, c)
+    np.testing.assert_allclose(c, want(a, b), rtol=1e-5)
+
+
+def test_cache_read_tiles_computed_at_the_reduce_loop():
+    """The GPU matmul shape of schedule: shared tiles of both inputs loaded
+    at each step of the outer reduce loop, rows padded by storage_align."""
+    text = """te.func @mm(%A: tensor<8x12xf32>, %B: tensor<12x8xf32>) -> tensor<8x8xf32> {
+  %C = te.compute [%i, %j] reduce [%k: 12] "sum" : tensor<8x8xf32> {
+    %a = te.read %A[%i, %k] : f32
+    %b = te.read %B[%k, %j] : f32
+    %m = arith.mulf %a, %b : f32
+    yield %m
+  }
+  %AS = te.cache_read %A, %C {scope = "shared"} : tensor<8x12xf32>
+  %BS = te.cache_read %B, %C {scope = "shared"} : tensor<12x8xf32>
+  %i, %j, %k = te.axes %C
+  %io, %ii = te.split %i {factor = 4}
+  %jo, %ji = te.split %j {factor = 4}
+  %ko, %ki = te.split %k {factor = 4}
+  te.reorder %io, %jo, %ko, %ii, %ji, %ki
+  te.compute_at %AS, %ko
+  te.compute_at %BS, %ko
+  te.storage_align %AS {axis = 0, factor = 4, offset = 1}
+  te.storage_align %BS {axis = 0, factor = 4, offset = 1}
+  return %C
+}"""
+    out, tir = schedule(text, mm)
+    assert '%AS = te.realize {scope = "shared"} : tensor<4x5xf32>' in out
+    assert '%BS = te.realize {scope = "shared"} : tensor<4x5xf32>' in out
+    assert 'memref<4x5xf32, "shared">' in tir
+
+
+# -- schedule files --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sched, line, msg", [
+    ("te.schedule @mm {\n  %i, %j, %k = te.axes %C\n  te.parallel %k\n}\n", 3, "cannot parallelize reduce axis 'k'"),
+    ("\n// c\nte.schedule @nn {\n}\n", 3, "no te.func @nn to schedule in the input (te.funcs: @mm)"),
+    ("te.schedule @mm {\n  %i, %j, %k = te.axes %D\n}\n", 2, "use of undeclared SSA value name '%D'"),
+    ("te.schedule @mm {\n  %i, %j, %k = te.axes %C\n", 1, "te.schedule @mm has no closing '}'"),
+    ("%i = te.axes %C\n", 1, "expected 'te.schedule @name {'"),
+])
+def test_schedule_file_diagnostics_point_into_the_file(tmp_path, sched, line, msg):
+    from tvmd.conversion.te_to_tir.apply_schedule import ApplySchedule
+    from tvmd.ir.pass_manager import PassContext
+    p = tmp_path / "s.te"
+    p.write_text(sched)
+    m = parse_module(MATMUL.replace("SCHEDULE", ""), "k.te")
+    with pytest.raises(DiagnosticError) as ei:
+        ApplySchedule.from_options(str(p)).run(m, PassContext())
+    d = ei.value.diagnostics[0]
+    assert msg in d.message and d.loc.file_line_col()[:2] == (str(p), line)
+
+
+def test_schedule_file_adds_to_the_schedule_beside_the_compute(tmp_path):
+    from tvmd.conversion.te_to_tir.apply_schedule import ApplySchedule
+    from tvmd.ir.pass_manager import PassContext
+    p = tmp_path / "s.te"
+    p.write_text("te.schedule @mm {\n  te.vectorize %j\n}\n")
+    m = parse_module(MATMUL.replace("SCHEDULE", "  %i, %j, %k = te.axes %C\n  te.parallel %i"), "k.te")
+    a, b = args_for(m.body.first)
+    ApplySchedule.from_options(f"file={p}").run(m, PassContext())
+    verify(m)
+    kinds = [op.attributes["kind"] for op in m.walk() if op.name == "tir.for"]
+    assert kinds[:2] == ["parallel", "vectorized"]
+    np.testing.assert_allclose(run(m.body.first, a, b)[0], a @ b, rtol=1e-5, atol=1e-5)

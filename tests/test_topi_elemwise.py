@@ -244,6 +244,9 @@ CASTS = [  # (from, to, input)
     ("ui8", "int32", np.array([255, 128, 0, 127, 5, 200, 64, 1], np.uint8)),
     ("ui8", "float32", np.array([255, 128, 0, 127, 5, 200, 64, 1], np.uint8)),
     ("i8", "int64", np.array([-1, -128, 0, 127, 5, -5, 64, -64], np.int8)),
+    ("i64", "uint64", np.array([-1, -2 ** 63, 0, 2 ** 63 - 1, 5, -5, 64, -64], np.int64)),
+    ("ui64", "int64", np.array([2 ** 64 - 1, 2 ** 63, 0, 2 ** 63 - 1, 5, 7, 64, 1], np.uint64)),
+    ("ui32", "float64", np.array([2 ** 32 - 1, 2 ** 31, 0, 2 ** 31 - 1, 5, 7, 64, 1], np.uint32)),
     ("i1", "float32", np.array([True, False, True, True, False, False, True, False])),
     ("i1", "int32", np.array([True, False, True, True, False, False, True, False])),
 ]
@@ -258,6 +261,18 @@ def test_cast_like():
     x = np.array([-3.7, -0.5, 0.0, 0.9, 2.5, 100.2], np.float32)
     check(prim([("x", ty("6", "f32")), ("l", ty("2x2", "i8"))], ["%r = cast_like(%x, %l)"]),
           inputs=[x, np.zeros((2, 2), np.int8)])
+
+
+@pytest.mark.parametrize("body", ["exp(%x)", "tan(%x)", "floor_mod(%x, %x)", "nn.gelu(%x)", "isinf(%x)",
+                                  "clip(%x) {a_min = -0.5, a_max = 0.5}", 'cast(%x) {dtype = "int32"}'])
+def test_f16(body):
+    # half precision: libm math goes through float
+    check(prim([("x", ty("3x16", "f16"))], [f"%r = {body}"]), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("body", ["exp(%x)", "sign(%x)", "power(%x, %x)"])
+def test_rank0(body):
+    check(prim([("x", ty("", "f32"))], [f"%r = {body}"]), inputs=[np.array(1.7, np.float32)])
 
 
 # -- operators with more operands ---------------------------------------------------------------

@@ -28,7 +28,7 @@ CONV = [
      "nn.conv3d(%x, %w) {data_layout = \"NDHWC\", kernel_layout = \"DHWIO\", padding = [1]} : tensor<1x6x6x6x3xf32>"),
     (["x", "tensor<1x4x6x5x5xf32>"], ["w", "tensor<4x2x2x3x2xf32>"],
      "nn.conv3d(%x, %w) {groups = 2, strides = [2, 1, 2], dilation = [1, 2, 1], padding = [0, 1, 1, 1, 0, 0]} "
-     ": tensor<1x4x3x3x2xf32>"),
+     ": tensor<1x4x3x2x3xf32>"),
     # the transposes: strides, padding, output_padding, dilation, groups, layouts
     (["x", "tensor<1x4x5xf32>"], ["w", "tensor<4x3x3xf32>"],
      "nn.conv1d_transpose(%x, %w) {strides = [2], padding = [1, 0], output_padding = [1]} : tensor<1x3x11xf32>"),
@@ -37,9 +37,9 @@ CONV = [
      ": tensor<1x4x6x11xf32>"),
     (["x", "tensor<1x3x4x2xf32>"], ["w", "tensor<3x3x2x3xf32>"],
      "nn.conv2d_transpose(%x, %w) {data_layout = \"NHWC\", kernel_layout = \"HWIO\", strides = [2, 2], "
-     "output_padding = [1, 0]} : tensor<1x8x5x3xf32>"),
+     "output_padding = [1, 0]} : tensor<1x8x9x3xf32>"),
     (["x", "tensor<1x2x2x3x2xf32>"], ["w", "tensor<2x2x2x2x2xf32>"],
-     "nn.conv3d_transpose(%x, %w) {strides = [2, 1, 2], padding = [1]} : tensor<1x2x1x2x1xf32>"),
+     "nn.conv3d_transpose(%x, %w) {strides = [2, 1, 2], padding = [1]} : tensor<1x2x2x2x2xf32>"),
     # int8 in, int32 out
     (["x", "tensor<1x3x6xi8>"], ["w", "tensor<2x3x3xi8>"],
      "nn.conv1d(%x, %w) {out_dtype = \"int32\", padding = [1]} : tensor<1x2x6xi32>"),
@@ -63,7 +63,7 @@ MATMUL = [
 ]
 
 
-@pytest.mark.parametrize("a,b,attrs,t", MATMUL)
+@pytest.mark.parametrize("a,b,attrs,t", MATMUL, ids=["plain", "transposed", "vector"])
 def test_matmul(a, b, attrs, t):
     check(prim([("a", a), ("b", b)], [f"%r = nn.matmul(%a, %b) {attrs} : {t}"]))
 
@@ -72,7 +72,7 @@ def test_matmul(a, b, attrs, t):
     ("tensor<2x3x5xf32>", "tensor<2x4x5xf32>", "{}", "tensor<2x3x4xf32>"),
     ("tensor<1x5x3xf32>", "tensor<2x5x4xf32>", "{transpose_a = true, transpose_b = false}", "tensor<2x3x4xf32>"),
     ("tensor<2x3x5xi8>", "tensor<1x4x5xi8>", "{out_dtype = \"int32\"}", "tensor<2x3x4xi32>"),
-])
+], ids=["plain", "transposed-broadcast", "int8"])
 def test_batch_matmul(x, y, attrs, t):
     check(prim([("x", x), ("y", y)], [f"%r = nn.batch_matmul(%x, %y) {attrs} : {t}"]))
 
@@ -144,7 +144,7 @@ def test_group_norm(shape, axis, c, g):
                [f"%r = nn.group_norm(%x, %g, %b) {{num_groups = {g}, axis = {axis}, center = false}} : {t}"]))
 
 
-@pytest.mark.parametrize("axis", ["[1]", "[0, 2]"])
+@pytest.mark.parametrize("axis", ["[1]", "[0, 2]"], ids=["one", "two"])
 def test_l2_normalize(axis):
     t = "tensor<2x3x4xf32>"
     check(one(t, f"%r = nn.l2_normalize(%x) {{eps = 0.001, axis = {axis}}} : {t}"))

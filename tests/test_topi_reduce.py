@@ -119,6 +119,12 @@ def test_f64():
         red(op, "tensor<3x7xf64>", " {axis = 1}", inputs=[x], rtol=1e-10, atol=1e-12)
 
 
+def test_f16():
+    x = rng.standard_normal((3, 16)).astype(np.float16)
+    for op in ("sum", "max", "argmax", "mean"):
+        red(op, "tensor<3x16xf16>", " {axis = 1}", inputs=[x], rtol=2e-3, atol=2e-3)
+
+
 def test_wide_vectorized_reduce():
     # a last axis of 16 kept: the default schedule vectorizes the reduction's output axis
     x = rng.standard_normal((2, 9, 16)).astype(np.float32)

@@ -32,7 +32,8 @@ Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target cod
                          asm    target assembly (default -O3)
                          obj    a relocatable object file (default -O3); tvmd's loader can
                                 run it without the IR (tvmd.target.llvm.jit.load_object)
-                         cuda   CUDA C source, one __global__ kernel per function
+                         cuda   CUDA C source: a __global__ kernel per device function
+                                (tir-split-host-device outlines them from host functions)
                          ptx    PTX, compiled from the CUDA C (NVRTC or nvcc)
                          cubin  a cubin, compiled from the CUDA C (NVRTC or nvcc)
   --target=TARGET      'llvm' (the host CPU, default for llvm/asm/obj),

@@ -240,6 +240,10 @@ class Schedule:
         if iv.kind != "serial" and (iv.kind, iv.thread) != (kind, thread):
             now = iv.kind if iv.kind != THREAD_KIND else f"bound to {iv.thread}"
             raise op.error(f"axis '{iv.name}' is already {now}")
+        if kind == THREAD_KIND and thread != "vthread":
+            other = next((x for x in st.leaves if x is not iv and x.thread == thread), None)
+            if other is not None:   # one loop per thread index in a stage
+                raise op.error(f"{thread} is already bound to axis '{other.name}' of '{st.name}'")
         iv.kind, iv.thread = kind, thread
 
     def _parallel(self, op):

@@ -346,3 +346,38 @@ class ScheduleBuilder:
 
     def compute_at(self, stage, h):
         self._op("te.compute_at", [stage, h])
+
+    # -- stage and storage ops (stage ops return the new stage, a tensor) --
+
+    def _stage_op(self, name, operands, result_type, result_name, **attrs):
+        from ...ir.registry import get_op_class
+        op = get_op_class(name)(list(operands), [result_type], attrs, (), self.e.loc)
+        self.e.block.append(op)
+        op.results[0].name = result_name
+        return op.results[0]
+
+    def cache_read(self, tensor, readers, scope="shared"):
+        return self._stage_op("te.cache_read", [tensor] + list(readers), tensor.type,
+                              f"{tensor.name or 'in'}_{scope}", scope=scope)
+
+    def cache_write(self, stage, scope="local"):
+        return self._stage_op("te.cache_write", [stage], stage.type, f"{stage.name or 'out'}_{scope}", scope=scope)
+
+    def rfactor(self, stage, h, factor_axis=0):
+        """`h` is a reduce axis of `stage` (or one part of its split); the
+        factored stage's type gets h's extent from the ops that made h."""
+        from .schedule_ops import handle_extent
+        t = stage.type
+        shape = list(t.shape)
+        shape.insert(factor_axis, handle_extent(h))
+        return self._stage_op("te.rfactor", [stage, h], T.TensorType(shape, t.element_type),
+                              f"{stage.name or 'red'}_rf", factor_axis=factor_axis)
+
+    def set_scope(self, stage, scope):
+        self._op("te.set_scope", [stage], scope=scope)
+
+    def storage_align(self, stage, axis, factor, offset=0):
+        self._op("te.storage_align", [stage], axis=axis, factor=factor, offset=offset)
+
+    def double_buffer(self, stage):
+        self._op("te.double_buffer", [stage])

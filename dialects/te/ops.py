@@ -433,6 +433,9 @@ class ExternCallOp(Operation):
 
     def verify_(self):
         check_extern_call(self, list(self.operands))
+        d = self.operands[-1].defining_op() if self.operands else None
+        if d is None or d.name != "te.realize":
+            raise self.error("writes its last operand, which must be storage made by te.realize")
 
     def print_custom(self, p):
         p.write(f"te.extern_call @{self.attributes['callee'].name}({p.values(self.operands)})")

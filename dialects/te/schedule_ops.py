@@ -69,6 +69,22 @@ def stage_axis_count(v, at=None) -> int:
     return d.results[0].type.rank + n_red - (0 if h is not None and h.name == "te.split" else 1)
 
 
+def handle_extent(h) -> int:
+    """The extent of a root axis handle, or of one part of a split of one
+    (an rfactor'd axis), read off the te.axes / te.split that made it."""
+    op = h.defining_op()
+    if op.name == "te.split":
+        e = handle_extent(op.operands[0])
+        f, p = op.attributes.get("factor"), op.attributes.get("nparts")
+        inner = min(f, e) if f is not None else -(-e // p)
+        return inner if h is op.results[1] else -(-e // inner)
+    if op.name == "te.axes":
+        c = op.operands[0].defining_op()
+        k = op.results.index(h)
+        return c.extents[k]
+    raise ValueError(f"the extent of a handle made by {op.name} is not known here")
+
+
 def is_stage(v) -> bool:
     """A te.compute result, or a stage a stage op makes."""
     d = v.defining_op()

@@ -2,7 +2,9 @@
 
 ``tir.intrin`` maps to LLVM intrinsics where LLVM has one (so the
 vectorizer and the backend know the function: ``llvm.sqrt`` becomes
-``vsqrtps``, ``llvm.exp`` a libm call), and otherwise to libm (``erff``),
+``vsqrtps``, ``llvm.exp`` a libm call), except float ``exp`` (and
+``sigmoid``), expanded inline by :func:`exp_f32` so that it vectorizes,
+and otherwise to libm (``erff``),
 called lane by lane for vectors.  ``round`` is round-half-to-even
 (``llvm.roundeven``), as numpy's ``rint`` and the interpreter.  No fast-math
 flags anywhere: results must match numpy to 1e-5.
@@ -78,9 +80,56 @@ def one(t):
     return ir.Constant(t, 1.0)
 
 
+def _splat(t, v):
+    if isinstance(t, ir.VectorType):
+        return ir.Constant(t, [ir.Constant(t.element, v)] * t.count)
+    return ir.Constant(t, v)
+
+
+def _is_f32(t):
+    return isinstance(t, ir.FloatType) or (isinstance(t, ir.VectorType) and isinstance(t.element, ir.FloatType))
+
+
+# e^r on |r| <= ln2/2: Taylor to r^7, truncation error < 1e-8 relative
+_EXP_POLY = (1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2, 1.0, 1.0)
+_LN2_HI, _LN2_LO = 0.693145751953125, 1.42860682030941723212e-6
+
+
+def exp_f32(module, builder, x):
+    """exp of a float or a float vector, inline, as straight-line code the
+    loop vectorizer widens (a libm ``expf`` call stays scalar: no vector
+    math library is linked).  Cody-Waite reduction x = n ln2 + r with n =
+    roundeven(x log2 e) and two fma steps, a degree-7 polynomial for e^r,
+    and the scale 2^n built from exponent bits in two halves so that 2^128
+    (overflow to inf) and 2^-150 (gradual underflow) come out right; within
+    2 ulp of the correctly rounded result.  NaN propagates; x is clamped to
+    [-104, 88.8], outside which the float result is 0 or inf anyway."""
+    b = builder
+    t = x.type
+    it = ir.VectorType(ir.IntType(32), t.count) if isinstance(t, ir.VectorType) else ir.IntType(32)
+    fma = intrinsic(module, "llvm.fma", t, 3)
+    xc = b.select(b.fcmp_ordered(">", x, _splat(t, 88.8)), _splat(t, 88.8), x)
+    xc = b.select(b.fcmp_ordered("<", xc, _splat(t, -104.0)), _splat(t, -104.0), xc)
+    n = b.call(intrinsic(module, "llvm.roundeven", t), [b.fmul(xc, _splat(t, 1.4426950408889634))])
+    r = b.call(fma, [n, _splat(t, -_LN2_HI), xc])
+    r = b.call(fma, [n, _splat(t, -_LN2_LO), r])
+    p = _splat(t, _EXP_POLY[0])
+    for c in _EXP_POLY[1:]:
+        p = b.call(fma, [p, r, _splat(t, c)])
+    ni = b.fptosi(n, it)
+    n1 = b.ashr(ni, _splat(it, 1))
+    n2 = b.sub(ni, n1)
+    s1 = b.bitcast(b.shl(b.add(n1, _splat(it, 127)), _splat(it, 23)), t)
+    s2 = b.bitcast(b.shl(b.add(n2, _splat(it, 127)), _splat(it, 23)), t)
+    y = b.fmul(b.fmul(p, s1), s2)
+    return b.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
 def emit_intrinsic(module, builder, name, args):
     """The value of ``tir.intrin name(args)`` (args are LLVM values of one type)."""
     t = args[0].type
+    if name == "exp" and _is_f32(t):
+        return exp_f32(module, builder, args[0])
     base = LLVM_INTRINSIC.get(name)
     if base is not None:
         return builder.call(intrinsic(module, base, t, len(args)), list(args))
@@ -90,6 +139,7 @@ def emit_intrinsic(module, builder, name, args):
         s = builder.call(intrinsic(module, "llvm.sqrt", t), [args[0]])
         return builder.fdiv(one(t), s)
     if name == "sigmoid":
-        e = builder.call(intrinsic(module, "llvm.exp", t), [builder.fneg(args[0])])
+        nx = builder.fneg(args[0])
+        e = exp_f32(module, builder, nx) if _is_f32(t) else builder.call(intrinsic(module, "llvm.exp", t), [nx])
         return builder.fdiv(one(t), builder.fadd(one(t), e))
     raise KeyError(name)

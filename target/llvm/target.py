@@ -24,11 +24,25 @@ def init_llvm(native_only: bool = True):
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         _initialized.add("native")
+        _load_compiler_runtime(llvm)
     if not native_only and "all" not in _initialized:
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
         _initialized.add("all")
     return llvm
+
+
+def _load_compiler_runtime(llvm):
+    """Make libgcc's soft-float helpers resolvable by the JIT: a conversion with
+    no instruction (f64 -> f16 is ``__truncdfhf2``) is a libcall, and an
+    unresolved one is a jump to address 0."""
+    import ctypes.util
+    name = ctypes.util.find_library("gcc_s")
+    if name:
+        try:
+            llvm.load_library_permanently(name)
+        except RuntimeError:
+            pass
 
 
 @dataclass(frozen=True)

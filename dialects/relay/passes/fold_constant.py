@@ -83,7 +83,7 @@ def foldable(op, fold_qnn: bool = False) -> bool:
     if not t.is_complete:
         return False
     if not op.operands:
-        n = getattr(t, "num_elements", None)
+        n = t.num_elements() if hasattr(t, "num_elements") and t.is_static else None
         return n is not None and n <= MAX_CREATED
     return True
 

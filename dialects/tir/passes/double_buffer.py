@@ -45,6 +45,10 @@ def _plan(alloc):
     if loop is None or loop.name != "tir.for" or loop.kind not in ("serial", "unrolled"):
         raise _Skip
     X = alloc.results[0]
+    for u in X.uses:
+        if not ((u.name == "tir.load" and u.operands[0] is X) or
+                (u.name == "tir.store" and u.operands[1] is X and u.operands[0] is not X)):
+            raise _Skip   # e.g. passed to a kernel launch: its accesses are not ours to rewrite
     body = list(loop.body.ops)
     ai = body.index(alloc)
     writers, k = [], ai + 1

@@ -107,13 +107,6 @@ class _Guard:
                 return True
         return False
 
-    def true_on(self, s, t) -> bool:
-        for k, _, rhi in self.parts:
-            emax = k * (t if k > 0 else s) + rhi
-            if emax >= 0:
-                return False
-        return True
-
 
 def _analyse(loop, guard, bounds):
     iv = loop.induction_var

@@ -1,0 +1,176 @@
+"""Default llvm schedules (conversion/relay_to_te/schedules.py) and the
+hand schedule bench/schedules/matmul.te: never the naive loop nest, and
+numpy's answer once compiled.  (Speed is measured in bench/kernels.py,
+never asserted here.)"""
+
+import os
+
+import numpy as np
+import pytest
+
+from tvmd.ir.pass_manager import PassManager, instantiate, parse_pipeline
+from tvmd.ir.printer import print_module
+from tvmd.ir.registry import get_pass_class
+from tvmd.parser import parse_module
+from tvmd.runtime.executor import allocate_outputs
+from tvmd.target.llvm import jit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RNG = np.random.default_rng(5)
+
+
+def lower(text, pipeline):
+    m = parse_module(text)
+    PassManager(instantiate(parse_pipeline(pipeline), get_pass_class)).run(m)
+    return m
+
+
+def te_and_kernel(relay_text):
+    """(te text after --lower-relay-to-te, the compiled kernel, its tir.func)."""
+    te = print_module(lower(relay_text, "fuse-ops,lower-relay-to-te"))
+    m = lower(te, "lower-te-to-tir,tir-simplify")
+    f = next(op for op in m.body.ops if op.name == "tir.func")
+    return te, jit.compile(m)[f.sym_name], f
+
+
+def run(kernel, f, *inputs):
+    outs = allocate_outputs(f)
+    kernel(*inputs, *outs)
+    return outs[0]
+
+
+def randn(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def conv_nchw_ref(x, w, pad):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))).astype(np.float64)
+    out = np.zeros((n, o, h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1))
+    for ry in range(kh):
+        for rx in range(kw):
+            patch = xp[:, :, ry:ry + out.shape[2], rx:rx + out.shape[3]]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ry, rx].astype(np.float64))
+    return out.astype(np.float32)
+
+
+def test_conv2d_nchw_register_tile_and_padding_stage():
+    text = """relay.func @main(%x: tensor<1x16x10x12xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1x32x10x12xf32> {
+  %0 = nn.conv2d(%x, %w) {padding = [1, 1, 1, 1]} : tensor<1x32x10x12xf32>
+  return %0
+}"""
+    te, k, f = te_and_kernel(text)
+    assert "te.cache_write %conv2d" in te               # accumulators in a local tile
+    assert "te.compute_inline %pad" not in te           # padding gets its own loop nest
+    assert "te.split %c_1 {factor = 16}" in te          # 16 output channels per tile
+    assert te.count("te.parallel") >= 2 and "te.unroll" in te and "te.vectorize" in te
+    x, w = randn(1, 16, 10, 12), randn(32, 16, 3, 3)
+    np.testing.assert_allclose(run(k, f, x, w), conv_nchw_ref(x, w, 1), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_nhwc_with_bias_relu_epilogue():
+    text = """relay.func @main(%x: tensor<1x9x8x32xf32>, %w: tensor<3x3x32x16xf32>, %b: tensor<16xf32>) -> tensor<1x9x8x16xf32> {
+  %0 = nn.conv2d(%x, %w) {padding = [1, 1, 1, 1], data_layout = "NHWC", kernel_layout = "HWIO"} : tensor<1x9x8x16xf32>
+  %1 = add(%0, %b) : tensor<1x9x8x16xf32>
+  %2 = nn.relu(%1) : tensor<1x9x8x16xf32>
+  return %2
+}"""
+    te, k, f = te_and_kernel(text)
+    assert "te.compute_at %conv2d" in te and "te.vectorize" in te and "te.parallel" in te
+    x, w, b = randn(1, 9, 8, 32), randn(3, 3, 32, 16), randn(16)
+    want = conv_nchw_ref(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), 1).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(run(k, f, x, w, b), np.maximum(want + b, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("k_extent", [2048, 100, 3])
+def test_dense_one_row_vectorizes_the_reduction(k_extent):
+    text = f"""relay.func @main(%x: tensor<1x{k_extent}xf32>, %w: tensor<40x{k_extent}xf32>) -> tensor<1x40xf32> {{
+  %0 = nn.dense(%x, %w) : tensor<1x40xf32>
+  return %0
+}}"""
+    te, k, f = te_and_kernel(text)
+    assert "te.parallel" in te
+    if k_extent >= 4:
+        assert "llvm_vectorize" in te
+    x, w = randn(1, k_extent), randn(40, k_extent)
+    want = (x.astype(np.float64) @ w.T.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(run(k, f, x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def test_softmax_and_layer_norm_rows():
+    sm = """relay.func @main(%x: tensor<6x50xf32>) -> tensor<6x50xf32> {
+  %0 = nn.softmax(%x) {axis = -1} : tensor<6x50xf32>
+  return %0
+}"""
+    te, k, f = te_and_kernel(sm)
+    assert te.count("llvm_vectorize") >= 2 and "te.parallel" in te
+    x = randn(6, 50) * 10
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(run(k, f, x), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+    ln = """relay.func @main(%x: tensor<5x40xf32>, %g: tensor<40xf32>, %b: tensor<40xf32>) -> tensor<5x40xf32> {
+  %0 = nn.layer_norm(%x, %g, %b) {axis = -1, epsilon = 1e-5} : tensor<5x40xf32>
+  return %0
+}"""
+    te, k, f = te_and_kernel(ln)
+    assert "llvm_vectorize" in te and "te.parallel" in te
+    x, g, b = randn(5, 40), randn(40), randn(40)
+    x64 = x.astype(np.float64)
+    want = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5) * g + b
+    np.testing.assert_allclose(run(k, f, x, g, b), want, rtol=1e-4, atol=1e-4)
+
+
+def test_pragma_vectorizes_a_float_reduction():
+    """te.pragma {llvm_vectorize = 16} on a reduce axis: vector partial sums
+    in the LLVM IR (no fast-math flag needed), and numpy's sum."""
+    text = """te.func @rowsum(%A: tensor<8x1000xf32>) -> tensor<8xf32> {
+  %S = te.compute [%i] reduce [%k: 1000] "sum" : tensor<8xf32> {
+    %a = te.read %A[%i, %k] : f32
+    yield %a
+  }
+  %i, %k = te.axes %S
+  te.parallel %i
+  te.pragma %k {llvm_vectorize = 16}
+  return %S
+}"""
+    m = lower(text, "lower-te-to-tir,tir-simplify")
+    assert "pragma_llvm_vectorize = 16" in print_module(m)
+    assert "fadd contract <16 x float>" in jit.emit_llvm(m, "llvm -mcpu=x86-64-v4", opt_level=3)
+    f = m.body.first
+    a = randn(8, 1000)
+    np.testing.assert_allclose(run(jit.compile(m).rowsum, f, a), a.astype(np.float64).sum(1), rtol=1e-5)
+
+
+def test_matmul_hand_schedule():
+    with open(os.path.join(ROOT, "bench", "schedules", "matmul.te")) as fh:
+        m = lower(fh.read(), "lower-te-to-tir,tir-simplify")
+    f = m.body.first
+    asm = jit.emit_assembly(m, "llvm -mcpu=skylake-avx512")
+    assert asm.count("vfmadd231ps") >= 16 and "zmm" in asm
+    a, b = randn(1024, 1024), randn(1024, 1024)
+    got = run(jit.compile(m).matmul, f, a, b)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_unrecognised_computes_still_get_parallel_loops():
+    """A reduction over the first axis (a column sum) and a rank-3
+    elementwise op whose last axis no vector width divides."""
+    text = """relay.func @main(%x: tensor<30x64xf32>, %y: tensor<3x5x7xf32>) -> (tensor<64xf32>, tensor<3x5x7xf32>) {
+  %0 = sum(%x) {axis = [0]} : tensor<64xf32>
+  %1 = nn.relu(%y) : tensor<3x5x7xf32>
+  return %0, %1
+}"""
+    te = print_module(lower(text, "fuse-ops,lower-relay-to-te"))
+    assert te.count("te.parallel") >= 2
+    m = lower(te, "lower-te-to-tir,tir-simplify")
+    lib = jit.compile(m)
+    x, y = randn(30, 64), randn(3, 5, 7)
+    funcs = [op for op in m.body.ops if op.name == "tir.func"]
+    results = {}
+    for fn in funcs:
+        ins = [x] if fn.args[0].type.shape == (30, 64) or list(fn.args[0].type.shape) == [30, 64] else [y]
+        results[fn.sym_name] = run(lib[fn.sym_name], fn, *ins)
+    got = sorted(results.values(), key=lambda r: r.ndim)
+    np.testing.assert_allclose(got[0], x.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[1], np.maximum(y, 0))
