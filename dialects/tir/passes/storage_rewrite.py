@@ -21,6 +21,12 @@ buffer, its alloc erased, and the pooled range extended.  Allocs marked
 ``double_buffer`` and buffers used by anything but loads and stores are
 not touched.
 
+With ``merge-max-bytes=B`` (default 0: off), the 1-d allocs of a block
+still left afterwards that hold at most B bytes each and agree in scope and
+element type are merged into one (TVM merges small allocations the same
+way): the first becomes the sum of their sizes and each other buffer's
+accesses are offset by where it starts (``X[i]`` → ``M[i + off]``).
+
     %T1 = tir.alloc : memref<64xf32>     ...T1 used...      (dead after)
     %T2 = tir.alloc : memref<32xf32>     ...T2 used...
     ==>  T2's uses read and write T1's memory; one alloc of 64 floats.
@@ -33,7 +39,7 @@ from dataclasses import dataclass
 from ....ir import types as T
 from ....ir.pass_manager import ModulePass
 from ....ir.rewriter import Rewriter
-from ._util import child_in, tir_funcs
+from ._util import binop, child_in, const, tir_funcs
 
 
 def _movable(op) -> bool:
@@ -69,6 +75,7 @@ class _Rewriter:
     def __init__(self):
         self.rw = Rewriter()
         self.reused = 0
+        self.merged = 0
         self.bytes_saved = 0
 
     def block(self, block):
@@ -114,6 +121,37 @@ class _Rewriter:
         self.reused += 1
 
 
+    def merge(self, block, max_bytes):
+        """Merge the small 1-d allocs of `block` (see the module docstring)."""
+        groups: dict = {}
+        for op in block.ops:
+            if op.name != "tir.alloc" or not _movable(op):
+                continue
+            t = op.results[0].type
+            if t.rank == 1 and t.num_elements() * _bytes(t.element_type) <= max_bytes:
+                groups.setdefault((t.element_type, t.scope), []).append(op)
+        for (et, scope), allocs in groups.items():
+            if len(allocs) < 2:
+                continue
+            host = allocs[0]
+            hb = host.results[0]
+            offset = hb.type.shape[0]
+            for op in allocs[1:]:
+                buf = op.results[0]
+                n = buf.type.shape[0]
+                for u in list(buf.uses):
+                    i = 1 if u.name == "tir.load" else 2
+                    idx = u.operands[i]
+                    off = const(self.rw, u, offset)
+                    new_idx = binop(self.rw, u, "arith.addi", idx, off)
+                    self.rw.modify(u, lambda o, i=i, v=new_idx: o.set_operand(i, v))
+                self.rw.replace_all_uses(buf, hb)
+                self.rw.erase_op(op)
+                offset += n
+                self.merged += 1
+            hb.type = T.MemRefType((offset,), et, scope)
+
+
 def _bytes(t):
     return 8 if t is T.index else max(t.bitwidth // 8, 1)
 
@@ -123,6 +161,11 @@ class StorageRewrite(ModulePass):
     """The tir-storage-rewrite pass (see the module docstring)."""
 
     NAME = "tir-storage-rewrite"
+    merge_max_bytes: int = 0
+
+    def validate(self):
+        if self.merge_max_bytes < 0:
+            raise ValueError("merge-max-bytes must be non-negative")
 
     def run(self, module, ctx):
         r = _Rewriter()
@@ -131,6 +174,10 @@ class StorageRewrite(ModulePass):
                                     for reg in op.regions for b in reg.blocks]
             for b in blocks:
                 r.block(b)
+                if self.merge_max_bytes:
+                    r.merge(b, self.merge_max_bytes)
+        if r.merged:
+            ctx.stat(self, "allocs-merged", r.merged)
         if r.reused:
             ctx.stat(self, "allocs-reused", r.reused)
             ctx.stat(self, "bytes-saved", r.bytes_saved)
