@@ -31,12 +31,13 @@ KERNEL_IDS = [os.path.basename(k)[:-4] for k in KERNELS]
 
 PASSES = ["tir-flatten-buffer", "tir-flatten-buffer{flatten-params=true}", "tir-loop-partition",
           "tir-vectorize", "tir-unroll", "tir-unroll{auto-max-step=64}", "tir-remove-no-op",
-          "tir-storage-rewrite", "tir-lower-intrin", "tir-lower-intrin{erf=poly}",
+          "tir-storage-rewrite", "tir-flatten-buffer,tir-storage-rewrite{merge-max-bytes=4096}", "tir-lower-intrin", "tir-lower-intrin{erf=poly}",
           "tir-lower-intrin{target=cuda}", "tir-inject-double-buffer", "lower-tir",
           "tir-flatten-buffer,lower-tir"]
 # the ones a random pipeline draws from
 ORDERABLE = ["tir-simplify", "tir-flatten-buffer", "tir-loop-partition", "tir-vectorize", "tir-unroll",
-             "tir-remove-no-op", "tir-storage-rewrite", "tir-lower-intrin{erf=poly}",
+             "tir-remove-no-op", "tir-storage-rewrite", "tir-storage-rewrite{merge-max-bytes=256}",
+             "tir-lower-intrin{erf=poly}",
              "tir-inject-double-buffer"]
 
 
@@ -748,3 +749,43 @@ def test_random_guarded_nests_partition_and_vectorize(text, order):
     f0, f1 = before.body.first, after.body.first
     args = inputs(f0, seed=11)
     check_same(interpret(f1, args), interpret(f0, args), f"{order} on\n{text}")
+
+
+def test_storage_rewrite_merges_small_allocs():
+    text = """
+tir.func @f(%A: memref<16xf32>, %B: memref<16xf32>) {
+  %T1 = tir.alloc : memref<16xf32, "local">
+  %T2 = tir.alloc : memref<8xf32, "local">
+  %Big = tir.alloc : memref<4096xf32, "local">
+  tir.for %i = 0 to 16 {
+    %a = tir.load %A[%i] : f32
+    tir.store %a, %T1[%i] : f32
+    tir.store %a, %Big[%i] : f32
+  }
+  tir.for %i = 0 to 8 {
+    %c8 = arith.constant 8 : index
+    %j = arith.addi %i, %c8 : index
+    %a = tir.load %T1[%j] : f32
+    %b = tir.load %T1[%i] : f32
+    %s = arith.addf %a, %b : f32
+    tir.store %s, %T2[%i] : f32
+  }
+  tir.for %i = 0 to 16 {
+    %c8 = arith.constant 8 : index
+    %j = arith.floormodsi %i, %c8 : index
+    %t = tir.load %T2[%j] : f32
+    %g = tir.load %Big[%i] : f32
+    %s = arith.mulf %t, %g : f32
+    tir.store %s, %B[%i] : f32
+  }
+}"""
+    m = parse_module(text)
+    stats = transform(m, "tir-storage-rewrite{merge-max-bytes=1024}")
+    assert stats["tir-storage-rewrite"]["allocs-merged"] == 1
+    assert sorted(str(o.results[0].type) for o in ops(m, "tir.alloc")) == \
+        ['memref<24xf32, "local">', 'memref<4096xf32, "local">']
+    a = np.random.default_rng(2).uniform(-1, 1, 16).astype(np.float32)
+    want = np.tile(a[8:] + a[:8], 2) * a
+    b = np.zeros(16, np.float32)
+    run(m.body.first, a, b)
+    np.testing.assert_allclose(b, want, rtol=1e-6)
