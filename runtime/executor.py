@@ -38,9 +38,9 @@ class ExecutionError(Exception):
 
 def _check_input(v, arr, label):
     t = v.type
-    if not isinstance(arr, np.ndarray):
-        arr = np.asarray(arr)
     if isinstance(t, T.TensorType):
+        if not isinstance(arr, np.ndarray):
+            arr = np.asarray(arr)
         want = t.dtype
         if arr.dtype != want:
             raise ExecutionError(f"{label} has dtype {arr.dtype}, expected {want} ({t})")
@@ -96,17 +96,16 @@ class RelayEvaluator:
                 return self.call_kernel(callee, args)
             raise ExecutionError(f"@{callee.sym_name} is a {callee.name}: the module is not fully lowered "
                                  f"(run tvm-opt --lower-te-to-tir first)")
-        compute = getattr(op, "compute", None)
-        if compute is None:
+        if name == "relay.tuple":
+            return tuple(args)
+        if name == "relay.get_item":
+            return args[0][op.attributes["index"]]
+        if getattr(op, "compute", None) is None:
             raise ExecutionError(f"cannot evaluate '{name}'")
-        try:
-            r = compute(*args)
-        except NotImplementedError as e:
-            raise ExecutionError(str(e)) from None
-        t = op.results[0].type
-        if isinstance(t, T.TensorType) and isinstance(r, np.ndarray) and r.dtype != t.dtype:
-            r = r.astype(t.dtype)
-        return r
+        # the relay interpreter's evaluation: compute(), then the value made
+        # to conform to the declared type (dtype, 0-d results)
+        from ..dialects.relay.interpreter import evaluate_op
+        return evaluate_op(op, args)
 
 
 def allocate_outputs(func_op):

@@ -29,7 +29,6 @@ import numpy as np
 from ..ir import types as T
 from .ndarray import ALIGN, as_aligned, empty_aligned
 
-_TRIVIAL = frozenset({"relay.tuple", "relay.get_item", "relay.constant"})
 _NOT_STRAIGHT = frozenset({"relay.if", "relay.match", "relay.fn", "relay.func_ref", "relay.construct",
                            "relay.call_indirect", "relay.let"})
 
@@ -113,7 +112,11 @@ class Program:
             slot[r] = len(slot)
             reads = list(op.operands)
             if op.name == "relay.constant":
-                consts[slot[r]] = as_aligned(np.ascontiguousarray(op.compute()))
+                a = np.ascontiguousarray(op.compute())
+                if isinstance(r.type, T.TensorType) and r.type.is_static and a.shape != tuple(r.type.shape) \
+                        and a.size == int(np.prod(r.type.shape, dtype=np.int64)):
+                    a = a.reshape(r.type.shape)
+                consts[slot[r]] = as_aligned(a)
                 seed[r] = frozenset({("const", slot[r])})
                 continue
             callee = module.lookup(op.attributes["callee"].name) if op.name == "relay.call" else None
@@ -188,8 +191,18 @@ class Program:
         kernel = self.lib[callee.sym_name]
         sig = kernel.sig
         n_out = len(callee.outputs)
+        rt = op.results[0].type
+        as_tuple = isinstance(rt, T.TupleType) or n_out != 1
+        rtypes = list(rt.types) if isinstance(rt, T.TupleType) else [rt]
+        # the relay value's shape (a kernel may see a 0-d tensor as one element)
+        views = [tuple(t.shape) if isinstance(t, T.TensorType) and t.is_static else None for t in rtypes]
+        views += [None] * (n_out - len(views))
         fixed_out = [self._buffer((out, k), bufs) for k in range(n_out)]
+        fixed_out = [b if b is None or v is None or b.shape == v else b.reshape(v)
+                     for b, v in zip(fixed_out, views)]
         out_specs = [bufs[(out, k)] for k in range(n_out)]
+        out_specs = [(v if v is not None and int(np.prod(v, dtype=np.int64)) == int(np.prod(s, dtype=np.int64))
+                      else s, dt) for (s, dt), v in zip(out_specs, views)]
         label = (callee.sym_name, False)
         fast = (kernel.unsupported is None and len(sig.params) == len(sig.declared)
                 and all(p.kind == "buffer" for p in sig.params) and len(sig.params) == len(ins) + n_out)
@@ -198,7 +211,7 @@ class Program:
                 args = [as_aligned(np.ascontiguousarray(env[i])) for i in ins]
                 outs = [b if b is not None else empty_aligned(*spec) for b, spec in zip(fixed_out, out_specs)]
                 kernel(*args, *outs)
-                env[out] = outs[0] if n_out == 1 else tuple(outs)
+                env[out] = tuple(outs) if as_tuple else outs[0]
             return run, label, shapes
         cfunc = kernel.cfunc
         # pointers known now: constants and planned outputs
@@ -206,12 +219,12 @@ class Program:
         dyn_in = []
         for j, i in enumerate(ins):
             p = sig.params[j]
-            shape, dtype = tuple(p.shape), np.dtype(p.dtype)
+            size, dtype = int(np.prod(p.shape, dtype=np.int64)), np.dtype(p.dtype)
             c = consts.get(i)
-            if c is not None and c.shape == shape and c.dtype == dtype:
+            if c is not None and c.size == size and c.dtype == dtype:
                 ptrs[j] = c.ctypes.data
             else:
-                dyn_in.append((j, i, shape, dtype))
+                dyn_in.append((j, i, size, dtype))
         name = callee.sym_name
         dyn_out = []
         for k, b in enumerate(fixed_out):
@@ -222,14 +235,14 @@ class Program:
 
         def run(env):
             args = list(ptrs)
-            for j, i, shape, dtype in dyn_in:
+            for j, i, size, dtype in dyn_in:
                 a = env[i]
                 if not isinstance(a, np.ndarray):
                     a = np.asarray(a)
                 # the pointer is all the kernel gets: a wrong array would be read out of bounds
-                if a.shape != shape or a.dtype != dtype:
+                if a.size != size or a.dtype != dtype:
                     raise _error(f"@{name}: argument {j} is {a.dtype}{list(a.shape)}, "
-                                 f"the kernel takes {dtype}{list(shape)}")
+                                 f"the kernel takes {size} elements of {dtype}")
                 if not (a.flags.c_contiguous and a.ctypes.data % ALIGN == 0):
                     a = as_aligned(np.ascontiguousarray(a))
                     env[i] = a
@@ -240,7 +253,7 @@ class Program:
                 outs[k] = a
                 args[j] = a.ctypes.data
             cfunc(*args)
-            env[out] = outs[0] if n_out == 1 else tuple(outs)
+            env[out] = tuple(outs) if as_tuple else outs[0]
         return run, label, shapes
 
     def run(self, arrays, profile=None):
@@ -262,10 +275,15 @@ class Program:
         outs = []
         for k, c in zip(self.returns, self.copy_out):
             v = env[k]
-            if c:
-                v = tuple(np.array(x) for x in v) if isinstance(v, tuple) else np.array(v)
-            outs.append(v)
+            outs.append(_copy(v) if c else v)
         return outs
+
+
+def _copy(v):
+    """A copy the caller owns, keeping tuples and lists (sequences) as they are."""
+    if isinstance(v, (tuple, list)):
+        return type(v)(_copy(x) for x in v)
+    return np.array(v) if isinstance(v, np.ndarray) else v
 
 
 def _error(msg):

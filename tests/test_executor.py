@@ -209,3 +209,18 @@ def test_onnx_backend_compiles_by_default():
     np.testing.assert_allclose(rep_i.run([x])[0], want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="unknown mode"):
         onnx_backend.prepare(model, mode="jit")
+
+
+def test_zero_d_results_and_one_element_tuples_keep_their_types():
+    text = """
+relay.func @main(%x: tensor<f32>, %y: tensor<f32>) -> (tensor<f32>, tuple<tensor<f32>>) {
+  %0 = add(%x, %y) : tensor<f32>
+  %1 = multiply(%0, %x) : tensor<f32>
+  %2 = tuple(%1) : tuple<tensor<f32>>
+  return %0, %2
+}
+"""
+    cm = build(text, progress=False)
+    s, t = cm.run(np.array(2.0, np.float32), np.array(3.0, np.float32))
+    assert isinstance(s, np.ndarray) and s.shape == () and s == 5.0
+    assert isinstance(t, tuple) and len(t) == 1 and t[0].shape == () and t[0] == 10.0

@@ -10,10 +10,11 @@ passes, kernels lowered to TIR, LLVM JIT; LLVM at -O0 here, which compiles
 the suite's ~1500 small models several times faster than -O3 and computes
 the same values), run, compare with ONNX's expected outputs.
 
-``TVMD_ONNX_SUITE_MODES=compiled,interpreter`` runs the cases a second time
-on the relay reference interpreter (classes suffixed ``Interpreted``), to
-check parity; the default is the compiled run only, to keep the suite at a
-few minutes.
+The cases run a second time on the relay reference interpreter (classes
+suffixed ``Interpreted``), for parity; ``TVMD_ONNX_SUITE_MODES=compiled``
+(or ``interpreter``) runs one mode only.  The compiled run also counts what
+was compiled: kernels, functions left to the interpreter (no TE compute,
+dynamic shapes) and models run whole on the interpreter (control flow).
 
 A case the frontend cannot convert is skipped with the reason
 ``unsupported op: <OpType> (<why>)``, taken from the importer's
@@ -58,10 +59,26 @@ KNOWN_FAILURES = {
 }
 
 # Cases that fail only compiled, with why.
+_F16 = ("f16: 1-3 ulp off ONNX's reference; a fused kernel does not round every intermediate "
+        "to f16 as the reference (and the interpreter) does, op by op")
+_SHIFT = ("a shift by a negative amount or by the bit width: the LLVM codegen emits a bare shl/lshr, "
+          "whose result is poison there; ONNX and numpy give 0")
 KNOWN_COMPILED_FAILURES = {
+    "test_attention_4d_fp16": _F16,
+    "test_attention_4d_fp16_expanded": _F16,
+    "test_attention_4d_gqa_causal_nonpad_decode_fp16": _F16,
+    "test_attention_4d_gqa_causal_nonpad_decode_fp16_expanded": _F16,
+    "test_attention_4d_gqa_with_past_and_present_fp16": _F16,
+    "test_attention_4d_gqa_with_past_and_present_fp16_expanded": _F16,
+    "test_causal_conv_with_state_silu_fp16": _F16,
+    "test_causal_conv_with_state_silu_fp16_expanded": _F16,
+    "test_bitshift_left_int32_negative_shift": _SHIFT,
+    "test_bitshift_left_int32_shift_ge_width": _SHIFT,
+    "test_bitshift_right_int32_negative_shift": _SHIFT,
+    "test_bitshift_right_int32_shift_ge_width": _SHIFT,
 }
 
-MODES = [m for m in os.environ.get("TVMD_ONNX_SUITE_MODES", "compiled").split(",") if m]
+MODES = [m for m in os.environ.get("TVMD_ONNX_SUITE_MODES", "compiled,interpreter").split(",") if m]
 SUFFIX = {"compiled": "", "interpreter": "Interpreted"}
 COMPILE_OPTIONS = {"codegen_opt_level": 0}
 
@@ -87,9 +104,22 @@ class SuiteRep:
 
     def run(self, inputs, **kwargs):
         try:
-            return self.rep.run(inputs, **kwargs)
+            out = self.rep.run(inputs, **kwargs)
         except UnsupportedOpError as e:
             raise unittest.SkipTest(unsupported_reason(e)) from None
+        for imp in self.rep._imports.values():
+            cm = getattr(imp.run, "compiled", None)
+            if cm is not None and id(cm) not in _COMPILED_SEEN:
+                _COMPILED_SEEN.add(id(cm))
+                COMPILED["models"] += 1
+                COMPILED["kernels"] += len(cm.kernels)
+                COMPILED["interpreted functions"] += len(cm.interpreted)
+                COMPILED["models on the interpreter"] += cm.mode == "interpreter"
+        return out
+
+
+COMPILED = collections.Counter()
+_COMPILED_SEEN: set = set()
 
 
 class SuiteBackend(onnx_backend.TvmdBackend):
@@ -185,6 +215,10 @@ class _Tally:
                 sp, sf, su = self.passed[k], self.failed[k], self.unsupported[k]
                 if sp or sf or su:
                     out.append(f"  {k[1]}: {sp} passed / {sp + sf} attempted, {su} unsupported")
+            if mode == "compiled" and COMPILED["models"]:
+                out.append("  compiled " + ", ".join(f"{k} {COMPILED[k]}" for k in
+                                                    ("models", "kernels", "interpreted functions",
+                                                     "models on the interpreter")))
         return out
 
     def pytest_terminal_summary(self, terminalreporter):

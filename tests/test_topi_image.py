@@ -24,12 +24,10 @@ def resize2d(x, size, t, **attrs):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("method", ["nearest_neighbor", "linear", "cubic"])
 def test_resize2d_modes(method, mode):
-    extra = {"roi": "[0.1, 0.2, 0.9, 1.2]"} if mode == "tf_crop_and_resize" else {}
+    roi = {"roi": "ROI"} if mode == "tf_crop_and_resize" else {}
     text = resize2d("tensor<1x2x4x5xf32>", (7, 3), "tensor<1x2x7x3xf32>", method=method,
-                    coordinate_transformation_mode=mode, extrapolation_value=-1.0, **{})
-    if extra:
-        text = text.replace("extrapolation_value", "roi = [0.1, 0.2, 0.9, 1.2], extrapolation_value")
-    check(text)
+                    coordinate_transformation_mode=mode, extrapolation_value=-1.0, **roi)
+    check(text.replace('"ROI"', "[0.1, 0.2, 0.9, 1.2]"))
 
 
 @pytest.mark.parametrize("rounding", ["round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])

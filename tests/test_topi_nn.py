@@ -63,7 +63,8 @@ MATMUL = [
 ]
 
 
-@pytest.mark.parametrize("a,b,attrs,t", MATMUL, ids=["plain", "transposed", "vector"])
+@pytest.mark.parametrize("a,b,attrs,t", MATMUL,
+                         ids=["plain", "transposed", "vector"])
 def test_matmul(a, b, attrs, t):
     check(prim([("a", a), ("b", b)], [f"%r = nn.matmul(%a, %b) {attrs} : {t}"]))
 
@@ -209,3 +210,13 @@ def test_every_op_of_the_families_has_a_strategy():
     assert len(names) > 50
     missing = [n for n in names if n not in STRATEGIES]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("dl,kl,ol,x,w,t", [
+    ("NCHW4c", "OIHW", "", "1x2x5x5x4", "8x8x3x3", "1x2x5x5x4"),
+    ("NCHW", "OIHW2i4o", "NCHW4c", "1x4x5x5", "2x2x3x3x2x4", "1x2x5x5x4"),
+])
+def test_conv2d_blocked_layouts(dl, kl, ol, x, w, t):
+    check(prim([("x", f"tensor<{x}xf32>"), ("w", f"tensor<{w}xf32>")],
+               [f'%r = nn.conv2d(%x, %w) {{padding = [1, 1, 1, 1], data_layout = "{dl}", kernel_layout = "{kl}", '
+                f'out_layout = "{ol}"}} : tensor<{t}xf32>']))

@@ -34,7 +34,6 @@ WINDOW = [
 ]
 
 
-
 @pytest.mark.parametrize("kind", ["max", "avg"])
 @pytest.mark.parametrize("name,x,attrs,t", WINDOW, ids=[w[0] for w in WINDOW])
 def test_window_pool(kind, name, x, attrs, t):
@@ -42,8 +41,10 @@ def test_window_pool(kind, name, x, attrs, t):
     check(one(x, f"nn.{kind}_pool{nd}d(%x) {attrs} : {t}"))
 
 
-@pytest.mark.parametrize("name,x,attrs,t", [w for w in WINDOW if "pad" in w[2] and "padding" in w[2]],
-                         ids=[w[0] for w in WINDOW if "padding" in w[2]])
+PADDED = [w for w in WINDOW if "padding" in w[2]]
+
+
+@pytest.mark.parametrize("name,x,attrs,t", PADDED, ids=[w[0] for w in PADDED])
 def test_avg_pool_count_include_pad(name, x, attrs, t):
     nd = 1 if name.startswith("1d") else 3 if name.startswith("3d") else 2
     check(one(x, f"nn.avg_pool{nd}d(%x) {attrs[:-1]}, count_include_pad = true}} : {t}"))

@@ -21,7 +21,9 @@ from ...ir.attributes import UNIT, SymbolRef
 from ...ir.core import Block, Region
 from ...ir.symbols import unique_name
 
-KEEP = ("relay.call", "relay.constant", "relay.return")
+# tuples and get_item stay: the executor builds and takes apart the tuples that
+# kernels with several results (batch_norm, split) return
+KEEP = ("relay.call", "relay.constant", "relay.return", "relay.tuple", "relay.get_item")
 
 
 def outline_loose_ops(module) -> int:

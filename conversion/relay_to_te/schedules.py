@@ -186,8 +186,15 @@ def tile_row_reduction(s, c):
         f = s.fuse(*sp) if len(sp) > 1 else sp[0]
         s.parallel(f)
     ext = c.reduce_extents[-1]
-    if ext >= 4:
+    # LLVM recognises these as reductions; others (argmax's index search, an
+    # integer min over a select) it may refuse, with a remark, so they stay scalar
+    if ext >= 4 and c.reducer in ("sum", "max", "min", "prod") and _is_float(c.tensor_type.element_type):
         s._op("te.pragma", [red[-1]], llvm_vectorize=min(16, 1 << (ext.bit_length() - 1)))
+
+
+def _is_float(t):
+    from ...ir import types as T
+    return isinstance(t, T.FloatType)
 
 
 def tile(s, st, block):

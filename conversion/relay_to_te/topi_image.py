@@ -23,15 +23,13 @@ then the taps and weights of the method (every tap clamped to [0, L - 1]):
     cubic             floor(x) - 1 .. floor(x) + 2, Keys' weights with cubic_alpha;
                       cubic_exclude zeroes the taps outside the input and renormalises
 
-The output is the sum over the product of the axes' taps of the weight
-product times the input; tf_crop_and_resize gives extrapolation_value
-where a coordinate falls outside [0, L - 1].  Integer outputs round to
-nearest (even).
+The axes are resampled as the reference does them, axis 0 first and each
+axis' taps summed left to right in f64 (so integer outputs, which round to
+nearest even, see the same doubles at .5); tf_crop_and_resize gives
+extrapolation_value where a coordinate falls outside [0, L - 1].
 """
 
 from __future__ import annotations
-
-import itertools
 
 from ...dialects.te.builder import compute
 from ...ir import types as T
@@ -143,26 +141,26 @@ def resize(e, op, args):
             xc = _coord(e, o[s], mode, L, M, scale, rs)
             axes.append(_taps(e, xc, L, method, rounding, mode, alpha, exclude))
             if mode == "tf_crop_and_resize":
-                outside += [e.cmp("lt", xc, fconst(e, 0.0, F)), e.cmp("gt", xc, fconst(e, L - 1, F))]
-        acc = None
-        for combo in itertools.product(*axes):
-            pos = {"N": o["N"], "C": o["C"]}
-            w = None
-            for s, (p, wj) in zip(sp, combo):
-                pos[s] = p
-                if wj is not None:
-                    w = wj if w is None else e.binary("mul", w, wj)
-            v = read_primal(e, x, lay, pos)
-            if w is None:   # nearest: the element itself, no float round trip
-                acc = v
-                break
-            v = e.binary("mul", e.cast(v, F), w)
-            acc = v if acc is None else e.binary("add", acc, v)
-        if outside:
-            any_out = outside[0]
-            for c in outside[1:]:
-                any_out = e.op("arith.ori", [any_out, c], [T.i1])
-            acc = e.select(any_out, fconst(e, extrap, F), e.cast(acc, F))
+                outside.append(e.op("arith.ori", [e.cmp("lt", xc, fconst(e, 0.0, F)),
+                                                  e.cmp("gt", xc, fconst(e, L - 1, F))], [T.i1]))
+
+        def interp(k, pos):
+            """Axes 0..k resampled, as the reference: axis 0 first, each
+            axis' taps summed left to right."""
+            if k < 0:
+                return read_primal(e, x, lay, pos)
+            acc = None
+            for p, w in axes[k]:
+                v = interp(k - 1, {**pos, sp[k]: p})
+                if w is None:   # nearest: the element itself, no float round trip
+                    acc = v
+                    break
+                v = e.binary("mul", e.cast(v, F), w)
+                acc = v if acc is None else e.binary("add", acc, v)
+            if outside:
+                acc = e.select(outside[k], fconst(e, extrap, F), e.cast(acc, F))
+            return acc
+        acc = interp(nd - 1, {"N": o["N"], "C": o["C"]})
         if acc.type is et:
             return acc
         if T.is_float(et):

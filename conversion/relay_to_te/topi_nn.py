@@ -114,8 +114,15 @@ def pad_spatial(e, x, layout, sp, pads, value=0.0):
 
 @strategy("nn.conv1d", "nn.conv3d")
 def conv_nd(e, op, args):
-    t = out_type(op)
     x, w = _tensor(e, args[0], "data"), _tensor(e, args[1], "weight")
+    return conv_compute(e, op, x, w)
+
+
+def conv_compute(e, op, x, w, weight_value=None):
+    """The (grouped, dilated, strided, padded) convolution of `op`'s
+    attributes and layouts over x and w; `weight_value(e, v, o_channel)`
+    adjusts each weight read (qnn subtracts the kernel zero point)."""
+    t = out_type(op)
     a = op.attributes
     dl, kl, ol = op.layouts()
     sp = op.spatial
@@ -137,6 +144,8 @@ def conv_nd(e, op, args):
             kpos[s] = r[j]
         xv = e.cast(read_primal(e, x, dl, pos), ot)
         wv = e.cast(read_primal(e, w, kl, kpos), ot)
+        if weight_value is not None:
+            wv = weight_value(e, wv, o["C"])
         return e.binary("mul", xv, wv)
     red = [("rc", cin)] + [(f"r{s.lower()}", ks[s]) for s in sp]
     return compute(e, t, body, reduce=red, reducer="sum", names=layout_names(ol),
@@ -150,7 +159,6 @@ def conv_transpose(e, op, args):
     a = op.attributes
     dl, kl, ol = op.layouts()
     sp = op.spatial
-    nd = len(sp)
     ds, ks = dl.primal_shape(x.type.shape), kl.primal_shape(w.type.shape)
     os_ = ol.primal_shape(t.shape)
     groups = a["groups"]
@@ -186,7 +194,6 @@ def conv_transpose(e, op, args):
         xv = e.cast(e.read(xd, src), ot)
         wv = e.cast(read_primal(e, w, kl, kpos), ot)
         return e.binary("mul", xv, wv)
-    del nd
     red = [("rc", cg)] + [(f"r{s.lower()}", ks[s]) for s in sp]
     return compute(e, t, body, reduce=red, reducer="sum", names=layout_names(ol),
                    name=stage_name(op, op.op_name.split(".")[-1]))
@@ -474,7 +481,6 @@ def pad(e, op, args):
     x = _tensor(e, args[0], "data")
     pw = op.attributes["pad_width"]
     mode = op.attributes["pad_mode"]
-    et = t.element_type
     shape = x.type.shape
 
     def body(e, *idx):
@@ -503,7 +509,6 @@ def pad(e, op, args):
         if guard is True:
             return e.read(x, src)
         return e.select(guard, e.read(x, src, guard=guard), fill)
-    del et
     return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_pad"))
 
 
@@ -577,3 +582,28 @@ def space_to_depth(e, op, args):
         bh, bw = e.floordiv(blk, b), e.floormod(blk, b)
         return e.read(x, _at(op, n, ic, e.add(e.mul(h, b), bh), e.add(e.mul(w, b), bw)))
     return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_space_to_depth"))
+
+
+# -- nn.conv2d in blocked layouts ----------------------------------------------------------------
+
+_conv2d_plain = None
+
+
+def _conv2d(e, op, args):
+    """strategies.conv2d handles the plain layouts (its stages are what the
+    schedules and tests know); blocked ones (NCHW16c, OIHW16i16o) go
+    through conv_compute."""
+    if any(lay.is_blocked() for lay in op.layouts()):
+        return conv_compute(e, op, _tensor(e, args[0], "data"), _tensor(e, args[1], "weight"))
+    return _conv2d_plain(e, op, args)
+
+
+def _register_conv2d():
+    global _conv2d_plain
+    from .strategies import STRATEGIES
+    if STRATEGIES.get("nn.conv2d") is not _conv2d:
+        _conv2d_plain = STRATEGIES["nn.conv2d"]
+        STRATEGIES["nn.conv2d"] = _conv2d
+
+
+_register_conv2d()

@@ -14,8 +14,9 @@ Lowering, op by op:
   (innermost, no vector values, no call without a vector form), and nothing
   on the others, for which LLVM would only print warnings; a serial loop
   with the ``pragma_llvm_vectorize = W`` annotation (``te.pragma %k
-  {llvm_vectorize = W}``) gets the same hint, which also allows LLVM to
-  vectorize a float reduction (W lanes of partial sums);
+  {llvm_vectorize = W}``) gets ``llvm.loop.vectorize.width`` W, which
+  also allows LLVM to vectorize a float reduction (W lanes of partial
+  sums) and, unlike ``vectorize.enable``, no warning where it cannot;
   a thread-bound loop runs serially (a barrier in it is an error: it needs
   the CUDA target).  ``parallel`` → the body is outlined into a worker
   function and run through ``__tvmd_parallel_for`` on all cores (declared
@@ -404,7 +405,7 @@ class FuncCodegen:
             # unasked without fast-math
             width = int(op.attributes[VECTORIZE_PRAGMA])
             if width > 1:
-                props += [("llvm.loop.vectorize.enable", True), ("llvm.loop.vectorize.width", width)]
+                props += [("llvm.loop.vectorize.width", width)]
         self.loop(self.bound(op.lower), self.bound(op.upper), op.induction_var,
                   lambda: self.block(op.body), props)
 

@@ -73,7 +73,8 @@ def lower(module_op, target=None, opt_level: int = 3, manifest: bool = False, ji
         raise CompileError(f"generated LLVM IR does not verify: {e}\n{text}") from None
     if parallel.needs_runtime(llmod):
         if jit:
-            parallel.process_runtime(tm)     # one shared pool, resolved by symbol
+            # one shared pool, resolved by symbol; its engine owns its own machine
+            parallel.process_runtime(lambda: t.target_machine(3, jit=True))
         else:
             parallel.link_runtime(llmod, tm.triple)   # self-contained object / text
     optimize(llmod, tm, opt_level)

@@ -35,8 +35,12 @@ generation (``pause``), and after ``SPIN`` polls sleeps on it with a futex;
 the signaller calls futex-wake only when the slot's ``sleeping`` flag is
 set (both sides use sequentially consistent accesses, so either the worker
 sees the new generation before sleeping or the signaller sees the flag).
-The caller waits on ``pending`` the same way.  Per-worker slots mean a
-worker only ever reads a job that was addressed to it.
+After its own chunk the caller *steals* every chunk no worker has claimed
+yet (a compare-and-swap on the slot's ``claim``, which a worker must win
+too before it reads the job), so a descheduled or sleeping worker on a
+busy machine costs nothing but the chunk's own time; then it waits on
+``pending`` the same way.  Per-worker slots and the claim mean a chunk runs
+exactly once, and a worker only ever reads a job it won.
 
 The thread count is read at every call: ``TVMD_NUM_THREADS`` when set to a
 positive number (``1`` runs serially on the caller, no thread is created),
@@ -90,10 +94,10 @@ def runtime_ir(triple: str) -> str:
 
 
 # One slot per worker, a cache line each: gen (futex word), sleeping, fn,
-# closure, lo, hi.  Functions are external here so that the kernel's
+# closure, lo, hi, claim (0 open, 1 taken by the worker, 2 by the caller).  Functions are external here so that the kernel's
 # declaration links to them; link_runtime makes them internal in objects.
 _RUNTIME = r"""
-%slot = type {{ i32, i32, ptr, ptr, i64, i64, [24 x i8] }}
+%slot = type {{ i32, i32, ptr, ptr, i64, i64, i32, [20 x i8] }}
 
 @__tvmd_pool_slots = internal global [{MAXW} x %slot] zeroinitializer, align 64
 @__tvmd_pool_size = internal global i64 0, align 64
@@ -184,6 +188,12 @@ woke:
   br label %spin
 run:
   %g = phi i32 [ %gs, %spin ]
+  ; the chunk may have been run by the caller already (stolen): claim it
+  %claimp = getelementptr %slot, ptr %slot, i32 0, i32 6
+  %cx = cmpxchg ptr %claimp, i32 0, i32 1 seq_cst seq_cst
+  %mine = extractvalue {{ i32, i1 }} %cx, 1
+  br i1 %mine, label %run.chunk, label %next
+run.chunk:
   %fn = load ptr, ptr %fnp, align 8
   %cl = load ptr, ptr %clp, align 8
   %lo = load i64, ptr %lop, align 8
@@ -295,6 +305,8 @@ sig.body:
   store i64 %lo, ptr %slo, align 8
   %shi = getelementptr %slot, ptr %sp, i32 0, i32 5
   store i64 %hi, ptr %shi, align 8
+  %sclaim = getelementptr %slot, ptr %sp, i32 0, i32 6
+  store atomic i32 0, ptr %sclaim seq_cst, align 4
   %sgen = getelementptr %slot, ptr %sp, i32 0, i32 0
   %gold = load atomic i32, ptr %sgen monotonic, align 4
   %gnew = add i32 %gold, 1
@@ -312,9 +324,34 @@ sig.next:
 run0:
   %hi00 = add i64 %begin, %chunk
   call void %fn(ptr %closure, i64 %begin, i64 %hi00)
-  br label %join
+  br label %steal
+steal:
+  ; chunks no worker has started yet (descheduled, or still waking up) run
+  ; here rather than being waited for
+  %u = phi i64 [ 1, %run0 ], [ %u1, %steal.next ]
+  %umore = icmp slt i64 %u, %nt
+  br i1 %umore, label %steal.try, label %join
+steal.try:
+  %uw = sub i64 %u, 1
+  %up = getelementptr [{MAXW} x %slot], ptr @__tvmd_pool_slots, i64 0, i64 %uw
+  %uclaim = getelementptr %slot, ptr %up, i32 0, i32 6
+  %ucx = cmpxchg ptr %uclaim, i32 0, i32 2 seq_cst seq_cst
+  %stolen = extractvalue {{ i32, i1 }} %ucx, 1
+  br i1 %stolen, label %steal.run, label %steal.next
+steal.run:
+  %uoff = mul i64 %u, %chunk
+  %ulo = add i64 %begin, %uoff
+  %uhi0 = add i64 %ulo, %chunk
+  %uhlt = icmp slt i64 %uhi0, %end
+  %uhi = select i1 %uhlt, i64 %uhi0, i64 %end
+  call void %fn(ptr %closure, i64 %ulo, i64 %uhi)
+  %uleft = atomicrmw sub ptr @__tvmd_pool_pending, i32 1 seq_cst
+  br label %steal.next
+steal.next:
+  %u1 = add i64 %u, 1
+  br label %steal
 join:
-  %j = phi i32 [ 0, %run0 ], [ %j1, %join.next ], [ 0, %join.woke ]
+  %j = phi i32 [ 0, %steal ], [ %j1, %join.next ], [ 0, %join.woke ]
   %p = load atomic i32, ptr @__tvmd_pool_pending acquire, align 4
   %finished = icmp eq i32 %p, 0
   br i1 %finished, label %done, label %join.next
@@ -363,12 +400,15 @@ def link_runtime(llmod, triple: str):
         llmod.get_function(name).linkage = "internal"
 
 
-def process_runtime(target_machine):
+def process_runtime(make_target_machine):
     """Compile the runtime once per process and register its symbols with
-    the JIT (``llvm.add_symbol``), so that every JIT'd kernel shares it."""
+    the JIT (``llvm.add_symbol``), so that every JIT'd kernel shares it.
+    `make_target_machine()` gives the (host) machine, called only the first
+    time."""
     global _process_runtime
     if _process_runtime is None:
         import llvmlite.binding as llvm
+        target_machine = make_target_machine()
         rt = llvm.parse_assembly(runtime_ir(target_machine.triple))
         rt.triple = target_machine.triple
         rt.data_layout = str(target_machine.target_data)
@@ -378,6 +418,7 @@ def process_runtime(target_machine):
         addrs = {n: ee.get_function_address(n) for n in _RUNTIME_FUNCS}
         for n, a in addrs.items():
             llvm.add_symbol(n, a)
+        ee.detach()   # never disposed: idle workers sleep inside this code
         _process_runtime = (ee, addrs)
     return _process_runtime[1]
 
