@@ -34,7 +34,7 @@ from __future__ import annotations
 import sys
 import time
 
-PHASES = ("parse", "graph", "lower", "codegen", "plan")
+PHASES = ("import", "parse", "graph", "lower", "codegen", "plan")   # import: a frontend's, timed by its caller
 
 
 class BuildError(Exception):
@@ -196,7 +196,7 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
     """Lower every primitive relay function to a tir.func, one at a time;
     returns (kernel names, [(name, why) left to the interpreter])."""
     from ..conversion.relay_to_te.outline import outline_loose_ops
-    from ..conversion.relay_to_te.pass_ import _pass_lifted_constants
+    from ..conversion.relay_to_te.pass_ import _pass_lifted_constants, is_lifted
     from ..conversion.te_to_tir.apply_schedule import ApplySchedule
     from ..conversion.te_to_tir.lower import LowerTEToTIR
     from ..ir.registry import get_pass_class
@@ -222,8 +222,7 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
             rf.attributes["interpreted"] = why
             interpreted.append((name, why))
             continue
-        lifted = [c for c in rf.body.ops if c.name == "relay.constant"
-                  and not (c.value.size >= 1 and c.value.is_splat())]
+        lifted = [c for c in rf.body.ops if c.name == "relay.constant" and is_lifted(c)]
         module.body.insert_before(rf, func)
         if lifted:
             _pass_lifted_constants(module, name, lifted)

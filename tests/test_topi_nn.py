@@ -220,3 +220,33 @@ def test_conv2d_blocked_layouts(dl, kl, ol, x, w, t):
     check(prim([("x", f"tensor<{x}xf32>"), ("w", f"tensor<{w}xf32>")],
                [f'%r = nn.conv2d(%x, %w) {{padding = [1, 1, 1, 1], data_layout = "{dl}", kernel_layout = "{kl}", '
                 f'out_layout = "{ol}"}} : tensor<{t}xf32>']))
+
+
+def test_batch_norm_tuple_through_the_pipeline():
+    """A tuple-returning op in a graph: fuse-ops, lower to te and tir, run
+    compiled; get_item stays in @main (the executor takes the tuple apart)."""
+    from tvmd.conversion.relay_to_te.pass_ import LowerRelayToTE
+    from tvmd.conversion.te_to_tir.lower import LowerTEToTIR
+    from tvmd.dialects.relay.passes.fuse_ops import FuseOps
+    from tvmd.dialects.tir.passes.simplify import Simplify
+    from tvmd.ir.pass_manager import PassManager
+    from tvmd.parser import parse_module
+    from tvmd.runtime.executor import Executor, reference_run
+    text = """relay.func @main(%x: tensor<1x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>,
+                         %v: tensor<4xf32>) -> tensor<1x4x3x3xf32> {
+  %t = nn.batch_norm(%x, %g, %b, %m, %v) : tuple<tensor<1x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>>
+  %r = get_item(%t) {index = 0} : tensor<1x4x3x3xf32>
+  %s = nn.softmax(%r) {axis = 1} : tensor<1x4x3x3xf32>
+  return %s
+}
+"""
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((1, 4, 3, 3)).astype(np.float32)] + \
+        [rng.standard_normal(4).astype(np.float32) for _ in range(3)] + [rng.uniform(0.5, 2, 4).astype(np.float32)]
+    want = reference_run(parse_module(text), "main", *args)[0]
+    for fuse in (True, False):
+        m = parse_module(text)
+        PassManager(([(None, FuseOps())] if fuse else []) +
+                    [(None, LowerRelayToTE()), (None, LowerTEToTIR()), (None, Simplify())]).run(m)
+        assert not [op for op in m.body.ops if op.name == "relay.func" and "primitive" in op.attributes]
+        np.testing.assert_allclose(Executor(m).run(*args), want, rtol=1e-5, atol=1e-6)

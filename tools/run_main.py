@@ -225,8 +225,12 @@ class Driver(ToolDriver):
     def compile(self, o, cl, target):
         """(executor-like object with run_list/input_names/input_types, CompiledModel or None)."""
         from ..runtime.executor import ExecutionError, Executor
+        t_import = None
         if o.onnx:
+            import time
+            t0 = time.perf_counter()
             module = self.load_onnx(o, cl)
+            t_import = time.perf_counter() - t0
         else:
             module = self.load_module(o.input, cl, o.input_index)
         lowered = any(op.name == "tir.func" for op in module.body.ops)
@@ -240,6 +244,8 @@ class Driver(ToolDriver):
             cm = build(module, target, o.opt_level, entry=o.entry)
         except BuildError as e:
             raise cl.error(o.input_index, str(e)) from None
+        if t_import is not None:
+            cm.phase_times["import"] = t_import
         return cm, cm
 
     def read_inputs(self, o, cl, names, types):

@@ -96,7 +96,7 @@ def lower_function(module, rf, schedule=True, target="llvm"):
         if op.name == "relay.constant":
             attr = op.value
             r = op.results[0]
-            if attr.size >= 1 and attr.is_splat():
+            if not is_lifted(op):
                 env[r] = Scalar(attr.array.flat[0].item(), attr.type)
             else:
                 env[r] = body.add_arg(attr.type, r.name if r.name and not r.name[0].isdigit() else "const")
@@ -127,6 +127,13 @@ def lower_function(module, rf, schedule=True, target="llvm"):
     if lifted:
         _pass_lifted_constants(module, attrs["sym_name"], lifted)
     return tf
+
+
+def is_lifted(const_op) -> bool:
+    """Whether a relay.constant in a primitive function becomes a parameter
+    of its te.func (anything but a splat)."""
+    attr = const_op.value
+    return not (attr.size >= 1 and attr.is_splat())
 
 
 def _pass_lifted_constants(module, name, consts):
