@@ -1,6 +1,6 @@
 """Whole models, compiled by tvmd, against onnxruntime in the same run.
 
-    .venv/bin/python bench/models.py [--repeat N] [--only resnet,bert,compile] [--small]
+    .venv/bin/python bench/models.py [--repeat N] [--only resnet,bert,compile] [--small] [--lower-tir]
 
 Three measurements, printed as tables (ratios, never pass/fail):
 
@@ -184,6 +184,9 @@ def median_ms(fn, repeat):
     return float(np.median(ts)) * 1e3
 
 
+TIR_PASSES = ("tir-simplify",)
+
+
 def compile_onnx(model):
     """(CompiledModel, import seconds)."""
     from tvmd.frontend.onnx import from_onnx
@@ -191,7 +194,7 @@ def compile_onnx(model):
     t0 = time.perf_counter()
     module, _ = from_onnx(model)
     t_import = time.perf_counter() - t0
-    return build(module, progress=None), t_import
+    return build(module, progress=None, tir_passes=TIR_PASSES), t_import
 
 
 def ort_session(model):
@@ -240,7 +243,13 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--only", default="resnet,bert,compile")
     ap.add_argument("--small", action="store_true", help="smaller inputs (a quick smoke run)")
+    ap.add_argument("--lower-tir", action="store_true",
+                    help="run the whole lower-tir pipeline on each kernel, not only tir-simplify")
     a = ap.parse_args(argv)
+    global TIR_PASSES
+    if a.lower_tir:
+        TIR_PASSES = ("lower-tir",)
+    print("tir passes: " + ", ".join(TIR_PASSES))
     only = set(a.only.split(","))
     rng = np.random.default_rng(0)
     rows = []

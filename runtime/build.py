@@ -11,7 +11,9 @@ Phases (each timed in ``cm.phase_times``)::
     graph      the -O<opt_level> preset of ir/registry.py (infer-type,
                simplify-inference, fold-constant, ..., fuse-ops)
     lower      per kernel: lower-relay-to-te -> apply-schedule ->
-               lower-te-to-tir -> tir passes (tir-simplify)
+               lower-te-to-tir -> tir passes (`tir_passes`, pass names or
+               pipeline elements: tir-simplify by default; ``("lower-tir",)``
+               runs the whole tir pipeline for the target)
     codegen    every tir.func in one LLVM module, JIT-compiled
     plan       the executor: constants bound, intermediate buffers planned
 
@@ -201,7 +203,10 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
     from ..conversion.te_to_tir.lower import LowerTEToTIR
     from ..ir.registry import get_pass_class
     outline_loose_ops(module)
-    tir = [get_pass_class(n)() for n in tir_passes]
+    from ..ir.pass_manager import instantiate, parse_pipeline
+    kind = str(target).split()[0]
+    text = ",".join(f"{n}{{target={kind}}}" if n == "lower-tir" else n for n in tir_passes)
+    tir = [p for _, p in instantiate(parse_pipeline(text), get_pass_class)]
     prims = [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes
              and "interpreted" not in op.attributes]
     kernels, interpreted = [], []
@@ -243,8 +248,9 @@ def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx):
     schedule.run_on(tf, ctx)
     to_tir.run_on(tf, ctx)
     func = scratch.lookup(rf.sym_name)
-    for p in tir_passes:
-        p.run_on(func, ctx)
+    for p in tir_passes:     # module passes, on a module holding this kernel alone
+        p.run(scratch, ctx)
+    func = scratch.lookup(rf.sym_name)
     func.detach()
     return func
 
