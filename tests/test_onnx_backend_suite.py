@@ -81,6 +81,10 @@ KNOWN_COMPILED_FAILURES = {
 MODES = [m for m in os.environ.get("TVMD_ONNX_SUITE_MODES", "compiled,interpreter").split(",") if m]
 SUFFIX = {"compiled": "", "interpreter": "Interpreted"}
 COMPILE_OPTIONS = {"codegen_opt_level": 0}
+# TVMD_ONNX_SUITE_TIR_PASSES=lower-tir (comma-separated pass names) compiles the
+# kernels with other tir passes than build()'s default, to compare pipelines.
+if os.environ.get("TVMD_ONNX_SUITE_TIR_PASSES"):
+    COMPILE_OPTIONS["tir_passes"] = tuple(os.environ["TVMD_ONNX_SUITE_TIR_PASSES"].split(","))
 
 SUITES = {
     "OnnxBackendNodeModelTest": "node",
