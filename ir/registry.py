@@ -60,6 +60,8 @@ PASSES: dict[str, tuple[str, str, str]] = {
                  "fuse relay ops into primitive functions, one kernel each"),
     "convert-layout": ("tvmd.dialects.relay.passes.convert_layout", "ConvertLayout",
                        "convert conv2d data layouts (e.g. nn.conv2d=NHWC), transforming only at boundaries"),
+    "alter-op-layout": ("tvmd.dialects.relay.passes.alter_op_layout", "AlterOpLayout",
+                        "transpose constant dense weights for the llvm GEMM schedule (dense -> matmul)"),
     "fold-constant": ("tvmd.dialects.relay.passes.fold_constant", "FoldConstant",
                       "evaluate subgraphs whose inputs are all constants"),
     "dce": ("tvmd.dialects.relay.passes.dce", "DeadCodeElimination",

@@ -98,6 +98,64 @@ def test_dense_one_row_vectorizes_the_reduction(k_extent):
     np.testing.assert_allclose(run(k, f, x, w), want, rtol=1e-4, atol=1e-4)
 
 
+def test_dense_many_rows_packs_the_weight_with_gelu_epilogue():
+    """A 3-d dense with 64 rows: the N x K weight packed into 32-column
+    panels, an 8 x 32 register tile, bias + GELU applied at copy-out."""
+    text = """relay.func @main(%x: tensor<2x32x48xf32>, %w: tensor<96x48xf32>, %b: tensor<96xf32>) -> tensor<2x32x96xf32> {
+  %0 = nn.dense(%x, %w) : tensor<2x32x96xf32>
+  %1 = add(%0, %b) : tensor<2x32x96xf32>
+  %2 = erf(%1) : tensor<2x32x96xf32>
+  %3 = multiply(%1, %2) : tensor<2x32x96xf32>
+  return %3
+}"""
+    te, k, f = te_and_kernel(text)
+    assert "_packed = te.compute [%jo, %k, %ji] : tensor<3x48x32xf32>" in te
+    assert "llvm_vectorize" not in te and "{factor = 32}" in te and "{factor = 8}" in te
+    x, w, b = randn(2, 32, 48), randn(96, 48), randn(96)
+    y = (x.astype(np.float64) @ w.T.astype(np.float64) + b)
+    from math import erf
+    want = y * np.vectorize(erf)(y)
+    np.testing.assert_allclose(run(k, f, x, w, b), want.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tb", [False, True])
+def test_batch_matmul_gemm_tile(tb):
+    """y read along j (no packing) or, transposed, packed per batch."""
+    ys = "3x24x64" if not tb else "3x64x24"
+    text = f"""relay.func @main(%x: tensor<3x20x24xf32>, %y: tensor<{ys}xf32>) -> tensor<3x20x64xf32> {{
+  %0 = nn.batch_matmul(%x, %y) {{transpose_b = {str(tb).lower()}}} : tensor<3x20x64xf32>
+  return %0
+}}"""
+    te, k, f = te_and_kernel(text)
+    assert "llvm_vectorize" not in te and "te.unroll" in te
+    assert ("_packed" in te) == tb
+    x, y = randn(3, 20, 24), randn(*map(int, ys.split("x")))
+    yy = y.transpose(0, 2, 1) if tb else y
+    want = np.matmul(x.astype(np.float64), yy.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(run(k, f, x, y), want, rtol=1e-4, atol=1e-4)
+
+
+def test_alter_op_layout_transposes_constant_dense_weights():
+    """build(): a dense with a constant weight and several rows becomes a
+    matmul reading the weight transposed at compile time; one row stays."""
+    from tvmd.runtime.build import build
+    w = randn(64, 32)
+    wtext = ", ".join(repr(float(v)) for v in w.ravel())
+    text = f"""relay.func @main(%x: tensor<16x32xf32>, %v: tensor<1x32xf32>) -> (tensor<16x64xf32>, tensor<1x64xf32>) {{
+  %w = constant dense<[{wtext}]> : tensor<64x32xf32>
+  %0 = nn.dense(%x, %w) : tensor<16x64xf32>
+  %1 = nn.dense(%v, %w) : tensor<1x64xf32>
+  return %0, %1
+}}"""
+    cm = build(text, progress=False)
+    assert cm.stats["alter-op-layout"]["dense-to-matmul"] == 1
+    assert sorted(cm.kernels) == ["fused_nn_dense", "fused_nn_matmul"]
+    x, v = randn(16, 32), randn(1, 32)
+    a, b = cm.run(x, v)
+    np.testing.assert_allclose(a, (x.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b, (v.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
 def test_softmax_and_layer_norm_rows():
     sm = """relay.func @main(%x: tensor<6x50xf32>) -> tensor<6x50xf32> {
   %0 = nn.softmax(%x) {axis = -1} : tensor<6x50xf32>

@@ -61,8 +61,6 @@ KNOWN_FAILURES = {
 # Cases that fail only compiled, with why.
 _F16 = ("f16: 1-3 ulp off ONNX's reference; a fused kernel does not round every intermediate "
         "to f16 as the reference (and the interpreter) does, op by op")
-_SHIFT = ("a shift by a negative amount or by the bit width: the LLVM codegen emits a bare shl/lshr, "
-          "whose result is poison there; ONNX and numpy give 0")
 KNOWN_COMPILED_FAILURES = {
     "test_attention_4d_fp16": _F16,
     "test_attention_4d_fp16_expanded": _F16,
@@ -72,10 +70,6 @@ KNOWN_COMPILED_FAILURES = {
     "test_attention_4d_gqa_with_past_and_present_fp16_expanded": _F16,
     "test_causal_conv_with_state_silu_fp16": _F16,
     "test_causal_conv_with_state_silu_fp16_expanded": _F16,
-    "test_bitshift_left_int32_negative_shift": _SHIFT,
-    "test_bitshift_left_int32_shift_ge_width": _SHIFT,
-    "test_bitshift_right_int32_negative_shift": _SHIFT,
-    "test_bitshift_right_int32_shift_ge_width": _SHIFT,
 }
 
 MODES = [m for m in os.environ.get("TVMD_ONNX_SUITE_MODES", "compiled,interpreter").split(",") if m]

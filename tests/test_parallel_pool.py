@@ -1,25 +1,41 @@
 """The persistent thread pool behind parallel loops (target/llvm/parallel.py).
 
-Workers are created once per process and reused; TVMD_NUM_THREADS is read
-at every call; repeated calls, calls from several Python threads at once
-and calls after fork give numpy's answer.  Thread counts are observed from
-/proc/self/task in a fresh interpreter, where no other test has started
-workers.
+Every test runs the pool in a fresh interpreter (a subprocess with a
+timeout): a deadlock or a lost wake-up fails the test with a message instead
+of blocking the suite, and a crash shows as the signal that killed it.  The
+default run is short; ``TVMD_STRESS=1`` makes every scenario long (tens of
+thousands of calls, hundreds of forks and process exits).
+
+The kernel adds A to C over a dynamic range, so a chunk run twice or not at
+all shows in the result; the expected value is numpy's ``A + 1``.  Three
+copies are interleaved: two separately JIT'd modules (which share the one
+process-wide pool) and one loaded from an object file (which carries its
+own pool).
 """
 
 import os
+import signal
 import subprocess
 import sys
-import threading
+import time
 
-import numpy as np
 import pytest
 
+STRESS = os.environ.get("TVMD_STRESS") == "1"
+SCALE = 40 if STRESS else 1
+TIMEOUT = 1200 if STRESS else 180    # generous: CI machines are loaded; a hang is minutes
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The scenarios, run as `python -c DRIVER <scenario>`.  faulthandler dumps
+# every thread's Python stack shortly before the parent's timeout kills it.
+DRIVER = r'''
+import faulthandler, os, random, sys, threading, time
+import numpy as np
+faulthandler.dump_traceback_later(float(os.environ["POOL_DUMP_AFTER"]), exit=True)
 from tvmd.parser import parse_module
 from tvmd.target.llvm import jit
 
-# C[i] += A[i] over a dynamic range: a chunk run twice, or not at all, shows.
-ACCUMULATE = """
+SRC = """
 tir.func @accumulate(%A: memref<?xf32>, %C: memref<?xf32>, %n: index) {
   tir.for %i = 0 to %n parallel {
     %a = tir.load %A[%i] : f32
@@ -29,138 +45,228 @@ tir.func @accumulate(%A: memref<?xf32>, %C: memref<?xf32>, %n: index) {
   }
 }
 """
-
-_lib = []
-
-
-def lib():
-    if not _lib:
-        _lib.append(jit.compile(parse_module(ACCUMULATE)))
-    return _lib[0]
-
-
-def run_script(code, env=None, timeout=120):
-    """Run `code` in a fresh interpreter (the pool starts empty there)."""
-    e = dict(os.environ)
-    e.pop("TVMD_NUM_THREADS", None)
-    e.update(env or {})
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                       env=e, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert p.returncode == 0, p.stdout + p.stderr
-    return p.stdout
+SCALE = int(os.environ["POOL_SCALE"])
+LIBS = [jit.compile(parse_module(SRC)), jit.compile(parse_module(SRC)),
+        jit.load_object(jit.emit_object(parse_module(SRC)))]
+KERNELS = [lib.accumulate.cfunc for lib in LIBS]   # raw ctypes: many calls per second
+SIZES = [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 63, 64, 65, 1000, 4099]
+MAXN = max(SIZES)
+A = np.arange(MAXN, dtype=np.float32)
 
 
-PRELUDE = f"""
-import os
-import numpy as np
-from tvmd.parser import parse_module
-from tvmd.target.llvm import jit
-lib = jit.compile(parse_module('''{ACCUMULATE}'''))
-def threads():
-    return len(os.listdir('/proc/self/task'))
-def call(n=1000):
-    a = np.arange(n, dtype=np.float32)
-    c = np.ones(n, np.float32)
-    lib.accumulate(a, c, n)
-    assert np.array_equal(c, a + 1), 'wrong result'
-"""
+def threads_alive():
+    return len(os.listdir("/proc/self/task"))
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc to count threads")
-def test_workers_are_created_once_and_reused():
-    out = run_script(PRELUDE + """
-base = threads()
-os.environ['TVMD_NUM_THREADS'] = '1'
-call()
-print(threads() - base)            # serial: no worker
-os.environ['TVMD_NUM_THREADS'] = '3'
-call()
-print(threads() - base)            # two workers, the caller is the third
-for _ in range(50):
-    call()
-print(threads() - base)            # the same two
-os.environ['TVMD_NUM_THREADS'] = '5'
-call()
-print(threads() - base)            # grown to four
-os.environ['TVMD_NUM_THREADS'] = '2'
-for _ in range(20):
-    call()
-print(threads() - base)            # never shrinks, reused
-""")
-    assert out.split() == ["0", "2", "2", "4", "4"]
+class Caller:
+    """One calling thread's buffers: C = 1, C[:n] += A[:n], checked."""
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        self.c = np.empty(MAXN, np.float32)
+
+    def once(self, n=None, kernels=KERNELS):
+        n = self.rng.choice(SIZES) if n is None else n
+        c = self.c
+        c[:] = 1
+        self.rng.choice(kernels)(A.ctypes.data, c.ctypes.data, n, MAXN, MAXN)
+        if not (np.array_equal(c[:n], A[:n] + 1) and (c[n:] == 1).all()):
+            bad = int(np.flatnonzero(c != np.concatenate([A[:n] + 1, np.ones(MAXN - n, np.float32)]))[0])
+            raise AssertionError(f"wrong result: n={n}, TVMD_NUM_THREADS="
+                                 f"{os.environ.get('TVMD_NUM_THREADS')}, C[{bad}]={c[bad]}")
 
 
-def test_repeated_calls_with_any_range_and_thread_count(monkeypatch):
-    """Ranges shorter than, equal to and longer than the thread count, and
-    empty ones; every element accumulated exactly once per call."""
-    k = lib().accumulate
-    rng = np.random.default_rng(3)
-    for threads in ("1", "2", "3", "8", "64"):
-        monkeypatch.setenv("TVMD_NUM_THREADS", threads)
-        for n in (0, 1, 2, 3, 5, 7, 8, 63, 64, 65, 1000, 4099):
-            a = rng.standard_normal(n).astype(np.float32)
-            c = np.zeros(n, np.float32)
-            for _ in range(3):
-                k(a, c, n)
-            np.testing.assert_array_equal(c, a + a + a)
-
-
-def test_many_python_threads_at_once(monkeypatch):
-    """Python threads call kernels concurrently (ctypes drops the GIL): one
-    holds the pool, the others run their loop serially; all are right."""
-    monkeypatch.setenv("TVMD_NUM_THREADS", "4")
-    k = lib().accumulate
+def in_threads(count, body):
     errors = []
-
-    def worker(seed):
-        rng = np.random.default_rng(seed)
+    def run(seed):
         try:
-            for it in range(200):
-                n = int(rng.integers(1, 5000))
-                a = rng.standard_normal(n).astype(np.float32)
-                c = np.ones(n, np.float32)
-                k(a, c, n)
-                k(a, c, n)
-                if not np.array_equal(c, (np.float32(1) + a) + a):
-                    errors.append((seed, it, n))
-        except Exception as e:   # noqa: BLE001 - reported below
-            errors.append(repr(e))
-
-    ts = [threading.Thread(target=worker, args=(s,)) for s in range(6)]
+            body(seed)
+        except BaseException as e:
+            errors.append(f"thread {seed}: {e!r}")
+    ts = [threading.Thread(target=run, args=(s,)) for s in range(count)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    assert errors == []
+    assert not errors, errors
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_pool_works_in_a_forked_child():
-    out = run_script(PRELUDE + """
-os.environ['TVMD_NUM_THREADS'] = '2'
-call()                              # the parent's pool has a worker
-pid = os.fork()
-if pid == 0:
+def tiny():
+    """Many tiny calls; the thread count changes at every call (more threads
+    than cores, 1, unset-like values, more than the pool's maximum)."""
+    counts = ["4", "1", "3", "2", "8", "0", "junk", "16", "1", "300"]
+    c = Caller(1)
+    for i in range(1500 * SCALE):
+        os.environ["TVMD_NUM_THREADS"] = counts[i % len(counts)]
+        c.once()
+
+
+def python_threads():
+    """8 Python threads at once (ctypes drops the GIL): one holds the pool,
+    the others run serially; calls both nest in time and interleave."""
+    def body(seed):
+        c = Caller(seed)
+        for _ in range(300 * SCALE):
+            c.once()
+    in_threads(8, body)
+
+
+def fork():
+    """fork while 3 other threads are calling kernels (the pool may be held
+    by one of them, its workers mid-chunk): the child has one thread, takes
+    the pool over and starts workers of its own; the parent goes on."""
+    import warnings
+    warnings.simplefilter("ignore", DeprecationWarning)   # fork with threads
+    stop = []
+    def body(seed):
+        c = Caller(seed)
+        while not stop:
+            c.once()
+    bg = threading.Thread(target=in_threads, args=(3, body))
+    bg.start()
+    main = Caller(99)
     try:
-        for _ in range(20):
-            call(5000)              # the child starts its own
-        os._exit(0)
-    except BaseException:
-        os._exit(1)
-_, status = os.waitpid(pid, 0)
-call()
-print(os.waitstatus_to_exitcode(status))
-""")
-    assert out.split() == ["0"]
+        for i in range(15 * SCALE):
+            main.once()
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    c = Caller(1000 + i)
+                    for _ in range(20):
+                        c.once()
+                    c.once(1000)
+                    # 3 chunks, 2 workers: a pool still held by a parent's thread
+                    # would leave the child serial
+                    code = 0 if threads_alive() >= 3 else 2
+                finally:
+                    os._exit(code)
+            deadline = time.monotonic() + 60
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    raise AssertionError(f"forked child {i} hung")
+                time.sleep(0.001)
+            code = os.waitstatus_to_exitcode(status)
+            assert code == 0, f"forked child {i}: exit code {code} (2: it ran serially)"
+    finally:
+        stop.append(1)
+        bg.join()
 
 
-def test_object_file_carries_its_own_pool(tmp_path, monkeypatch):
-    monkeypatch.setenv("TVMD_NUM_THREADS", "2")
-    path = tmp_path / "acc.o"
-    jit.save_object(parse_module(ACCUMULATE), str(path))
-    loaded = jit.load_object(str(path))
-    a = np.arange(777, dtype=np.float32)
-    c = np.zeros(777, np.float32)
-    for _ in range(5):
-        loaded.accumulate(a, c, 777)
-    np.testing.assert_array_equal(c, 5 * a)
+def exit_now():
+    """Exit while the workers still spin after the last call."""
+    c = Caller(5)
+    for _ in range(30):
+        c.once(4099)
+
+
+def exit_idle():
+    """Exit while the workers sleep on their futex."""
+    exit_now()
+    time.sleep(0.05)
+
+
+def exit_busy():
+    """Exit while daemon threads are inside kernel calls."""
+    def loop(seed):
+        c = Caller(seed)
+        while True:
+            c.once()
+    for s in range(3):
+        threading.Thread(target=loop, args=(s,), daemon=True).start()
+    time.sleep(0.02)
+
+
+def counts():
+    """Worker threads alive after calls with 1, 3, 3 (x50), 5, 2 (x20) threads,
+    through both JIT'd modules: they share one pool."""
+    base = threads_alive()
+    c, seen = Caller(0), []
+    for count, calls in (("1", 1), ("3", 1), ("3", 50), ("5", 1), ("2", 20)):
+        os.environ["TVMD_NUM_THREADS"] = count
+        for _ in range(calls):
+            c.once(1000, KERNELS[:2])
+        seen.append(threads_alive() - base)
+    print(*seen)
+
+
+os.environ.setdefault("TVMD_NUM_THREADS", "3")
+globals()[sys.argv[1]]()
+print("ok")
+'''
+
+
+def run_scenario(name, env=None, timeout=TIMEOUT, driver=DRIVER):
+    """Run DRIVER's `name` in a fresh interpreter; a hang or a crash fails."""
+    e = {k: v for k, v in os.environ.items() if k != "TVMD_NUM_THREADS"}
+    e.update(POOL_SCALE=str(SCALE), POOL_DUMP_AFTER=str(max(timeout - 15, 5)), **(env or {}))
+    try:
+        p = subprocess.run([sys.executable, "-c", driver, name], capture_output=True, text=True,
+                           timeout=timeout, env=e, cwd=ROOT)
+    except subprocess.TimeoutExpired as ex:
+        out = ex.stdout or b""
+        err = ex.stderr or b""
+        text = (out.decode() if isinstance(out, bytes) else out) + (err.decode() if isinstance(err, bytes) else err)
+        pytest.fail(f"thread-pool scenario '{name}' hung: no exit after {timeout}s "
+                    f"(deadlock or lost wake-up in target/llvm/parallel.py)\n{text[-4000:]}", pytrace=False)
+    if p.returncode < 0:
+        sig = signal.Signals(-p.returncode).name
+        pytest.fail(f"thread-pool scenario '{name}' crashed: killed by {sig}\n{p.stderr[-4000:]}", pytrace=False)
+    if p.returncode != 0 or p.stdout.split()[-1:] != ["ok"]:
+        pytest.fail(f"thread-pool scenario '{name}' failed (exit code {p.returncode})\n"
+                    f"{(p.stdout + p.stderr)[-4000:]}", pytrace=False)
+    return p.stdout
+
+
+def test_tiny_calls_with_changing_thread_counts():
+    run_scenario("tiny")
+
+
+def test_python_threads_call_at_once():
+    run_scenario("python_threads")
+
+
+def test_python_threads_with_more_pool_threads_than_cores():
+    run_scenario("python_threads", {"TVMD_NUM_THREADS": "6"})
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc/self/task"),
+                    reason="needs fork and /proc to count threads")
+def test_fork_while_other_threads_use_the_pool():
+    run_scenario("fork")
+
+
+@pytest.mark.parametrize("how", ["exit_now", "exit_idle", "exit_busy"])
+def test_interpreter_exit_with_live_workers(how):
+    for _ in range(SCALE):
+        run_scenario(how)
+
+
+def test_under_cpu_load():
+    """CPU hogs outnumber the cores: workers are descheduled mid-protocol."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        run_scenario("python_threads", {"TVMD_NUM_THREADS": "4"})
+    finally:
+        for h in hogs:
+            h.kill()
+        for h in hogs:
+            h.wait()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc to count threads")
+def test_workers_are_created_once_and_reused():
+    out = run_scenario("counts")
+    # serial: no worker; 3 threads: 2 workers; reused; grown to 4; never shrinks
+    assert out.split()[:5] == ["0", "2", "2", "4", "4"]
+
+
+def test_a_hang_is_reported_as_a_failure():
+    """The harness itself: a scenario that never ends fails, with a message."""
+    never_ends = DRIVER.replace("globals()[sys.argv[1]]()", "time.sleep(3600)")
+    with pytest.raises(pytest.fail.Exception, match="'exit_idle' hung: no exit after 1s"):
+        run_scenario("exit_idle", timeout=1, driver=never_ends)

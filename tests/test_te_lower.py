@@ -117,6 +117,17 @@ def loop_kinds(f):
   %r = nn.conv2d(%x, %w) {data_layout = "NHWC", kernel_layout = "HWIO"}
   return %r
 }""", {"rc", "ry", "rx"}, True),
+    # enough rows for a GEMM: the N x K weight packed into 16-column panels,
+    # an 8 x 16 register tile
+    ("""relay.func @d(%x: tensor<32x64xf32>, %w: tensor<48x64xf32>) -> tensor<32x48xf32> attributes {primitive} {
+  %r = nn.dense(%x, %w)
+  return %r
+}""", {"k"}, "gemm"),
+    # y read along j: no packing, an 8 x 32 register tile
+    ("""relay.func @b(%x: tensor<2x16x8xf32>, %y: tensor<2x8x64xf32>) -> tensor<2x16x64xf32> attributes {primitive} {
+  %r = nn.batch_matmul(%x, %y) {transpose_b = false}
+  return %r
+}""", {"k"}, "gemm"),
 ])
 def test_default_schedule_is_tiled(text, reduce_names, blocked):
     """Not the naive nest: a parallel outer loop, the reduction inside it,
@@ -133,6 +144,11 @@ def test_default_schedule_is_tiled(text, reduce_names, blocked):
         assert "pragma_llvm_vectorize = 16" in print_module(m)
         return
     deepest = max(l[3] for l in red)
+    if blocked == "gemm":
+        assert "pragma_llvm_vectorize" not in print_module(m)
+        assert any(l[2] == "vectorized" and l[1] in (16, 32) and l[3] == deepest + 2 for l in ls)
+        assert any(l[2] == "unrolled" and l[1] == 8 and l[3] == deepest + 1 for l in ls)
+        return
     assert any(l[2] == "vectorized" and l[1] in (8, 16) and l[3] > deepest for l in ls)
     if blocked:   # register blocking: 16, 8 or 4 accumulators per vector load
         assert any(l[2] == "unrolled" and l[1] in (4, 8, 16) and l[3] == deepest + 1 for l in ls)

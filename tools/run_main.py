@@ -8,7 +8,7 @@
 
 A module without tir.func kernels is relay: it is compiled by
 ``tvmd.runtime.build`` (graph passes, lower-relay-to-te, apply-schedule,
-lower-te-to-tir, tir-simplify, LLVM JIT); a lowered module (kernels and a
+lower-te-to-tir, lower-tir, LLVM JIT); a lowered module (kernels and a
 relay @main calling them) runs as it is.  An ``.onnx`` file (or ``--onnx``)
 is imported first (``--input-shape`` fixes dynamic input dimensions).
 ``--profile`` prints each kernel's calls, time, share and shapes, sorted by

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
 
-BLOCKS = (16, 8, 4)   # register blocking: the largest that divides
+BLOCKS = (16, 8, 7, 4)   # register blocking: the largest that divides (7: CNN widths 28, 56, 112)
 MAX_ACCUMULATORS = 16  # vector registers a blocked tile may use
 
 
@@ -52,8 +52,19 @@ def vector_factor(n):
 
 def default_schedule(e, outputs):
     """Append schedule ops to e's block (the te.func body) for `outputs`."""
+    from .schedules_gemm import gemm_plan, pack_weight, tile_gemm
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if op.name == "te.compute"]
+    gemms, packs = {}, set()
+    for c in computes:
+        plan = gemm_plan(c, _index_deps(c)) if c.reducer is not None else None
+        if plan is not None:
+            _, b_read, pack, mb, nb = plan
+            if pack:
+                packs.add(pack_weight(e, c, b_read, nb))
+            gemms[c] = (mb, nb)
+    if packs:
+        computes = [op for op in e.block.ops if op.name == "te.compute"]
     outs = []
     for v in outputs:
         d = v.defining_op()
@@ -61,13 +72,20 @@ def default_schedule(e, outputs):
             outs.append(d)
     for c in computes:
         if c not in outs and c.reducer is None:
-            if is_padding(c, computes):
+            if c in packs or is_padding(c, computes):
                 tile(s, Stage(s, c), None)
             else:
                 s.compute_inline(c.results[0])
     epilogue = {}
     for c in computes:
         if c.reducer is not None and c not in outs:
+            if c in gemms:
+                o = pointwise_consumer(c, computes, outs)
+                if o is not None and o not in epilogue:
+                    epilogue[o] = c
+                else:
+                    tile_gemm(s, Stage(s, c), *gemms[c])
+                continue
             if row_reduction(c):
                 tile_row_reduction(s, c)
                 continue
@@ -78,26 +96,39 @@ def default_schedule(e, outputs):
                 tile(s, Stage(s, c), block_axis(c))
     for o in outs:
         anchor = epilogue.get(o)
+        if anchor is None and o in gemms:
+            _tile_cached(s, o, lambda st: tile_gemm(s, st, *gemms[o]), o.rank - 2)
+            continue
+        if anchor in gemms:
+            f = tile_gemm(s, Stage(s, o), *gemms[anchor])
+            s.compute_at(anchor.results[0], f)
+            tile_local(s, Stage(s, anchor), anchor.rank - 2)
+            continue
         if anchor is None and o.reducer is not None:
             if row_reduction(o):
                 tile_row_reduction(s, o)
                 continue
             block = block_axis(o)
             if block is not None:
-                # accumulate in a local tile (registers), copy out once
-                cache = _cache_write(s, o)
-                s.e.block.append(cache)
-                cache.results[0].name = f"{o.results[0].name or 'out'}.local"
-                local = Stage(s, o, cache.results[0])
-                f = tile(s, Stage(s, o, spatial_only=True), block)
-                s.compute_at(local.value, f)
-                tile_local(s, local, block)
+                _tile_cached(s, o, lambda st: tile(s, st, block), block)
                 continue
         block = block_axis(anchor if anchor is not None else o)
         f = tile(s, Stage(s, o), block)
         if anchor is not None:
             s.compute_at(anchor.results[0], f)
             tile_local(s, Stage(s, anchor), block)
+
+
+def _tile_cached(s, o, tile_fn, block):
+    """Accumulate reduction output `o` in a local tile (registers) computed
+    at the parallel loop `tile_fn` makes of the copy-out, which runs once."""
+    cache = _cache_write(s, o)
+    s.e.block.append(cache)
+    cache.results[0].name = f"{o.results[0].name or 'out'}.local"
+    local = Stage(s, o, cache.results[0])
+    f = tile_fn(Stage(s, o, spatial_only=True))
+    s.compute_at(local.value, f)
+    tile_local(s, local, block)
 
 
 class Stage:
@@ -170,7 +201,10 @@ def row_reduction(c):
         if op.name != "te.read" or not op.indices:
             continue
         last = deps(op.indices[-1])
-        if any(a >= c.rank for a in last):
+        uses = set().union(*(deps(v) for v in op.indices))
+        if any(a >= c.rank for a in uses):
+            # a reduce axis in an outer index only (batch_matmul's y[b, k, j])
+            # strides the vector loop: that is a GEMM, not a row reduction
             if last != {inner}:
                 return False
             found = True
@@ -208,6 +242,8 @@ def tile(s, st, block):
     axes = st.axes(s)
     sp, red = axes[:rank], axes[rank:]
     vf = vector_factor(st.shape[-1])
+    if block is not None and st.shape[-1] % 32 == 0 and block_factor(st.shape[block], 32):
+        vf = 32   # two vectors per row of the tile: half the loads per FMA
     inner = []
     if vf:
         sp[-1], li = s.split(sp[-1], factor=vf)
@@ -218,7 +254,7 @@ def tile(s, st, block):
     elif st.shape[-1] >= 4 and rank > 1 and not red:
         inner = [sp.pop()]    # vectorized whole: LLVM adds the remainder loop
     if red or len(inner) > 1:
-        s.reorder(*sp, *red, *inner)
+        s.reorder(*sp, *memory_order(st.c, red), *inner)
     f = s.fuse(*sp) if len(sp) > 1 else sp[0]
     s.parallel(f)
     if len(inner) > 1:
@@ -239,11 +275,25 @@ def tile_local(s, st, block):
     inner = [sp[-1]]
     if vec and block is not None:
         inner.insert(0, sp[block])
-    s.reorder(*[a for a in sp if a not in inner], *red, *inner)
+    s.reorder(*[a for a in sp if a not in inner], *memory_order(st.c, red), *inner)
     if len(inner) > 1:
         s.unroll(inner[0])
     if vec:
         s.vectorize(inner[-1])
+
+
+def memory_order(c, red):
+    """The reduce-axis handles `red` of `c`, those that index the last
+    dimension of a read moved innermost (an NHWC conv's channels: the
+    broadcast loads then walk memory in order), else as declared."""
+    deps = _index_deps(c)
+    last = set()
+    for op in c.body.ops:
+        if op.name == "te.read" and op.indices:
+            last |= deps(op.indices[-1])
+    rank = c.rank
+    flags = [(rank + i) in last for i in range(len(red))]
+    return [h for h, f in zip(red, flags) if not f] + [h for h, f in zip(red, flags) if f]
 
 
 def block_factor(n, vf=16):

@@ -89,8 +89,7 @@ _CMPF = {"oeq": ("o", "=="), "one": ("o", "!="), "olt": ("o", "<"), "ole": ("o",
          "oge": ("o", ">="), "ueq": ("u", "=="), "une": ("u", "!="), "ult": ("u", "<"), "ule": ("u", "<="),
          "ugt": ("u", ">"), "uge": ("u", ">=")}
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
-               "arith.remsi": "srem", "arith.andi": "and_", "arith.ori": "or_", "arith.xori": "xor",
-               "arith.shli": "shl", "arith.shrsi": "ashr"}
+               "arith.remsi": "srem", "arith.andi": "and_", "arith.ori": "or_", "arith.xori": "xor"}
 _FLOAT_BINARY = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
                  "arith.remf": "frem"}
 # ``contract`` lets LLVM fuse a multiply feeding an add into one fma (one
@@ -260,7 +259,9 @@ class FuncCodegen:
         r = op.results[0]
         args = [self.v(x) for x in op.operands]
         rt = r.type
-        if name in _INT_BINARY:
+        if name in ("arith.shli", "arith.shrsi"):
+            out = self.shift(name, *args)
+        elif name in _INT_BINARY:
             out = getattr(b, _INT_BINARY[name])(*args)
             if rt is T.index and name in ("arith.addi", "arith.subi", "arith.muli"):
                 out.flags.append("nsw")
@@ -287,6 +288,21 @@ class FuncCodegen:
         else:
             out = self.cast(op, args[0])
         self.values[r] = out
+
+    def shift(self, name, a, n):
+        """numpy's shifts: the amount is read as unsigned, and one of at least
+        the bit width (a negative one included) gives 0 (shl) or the sign fill
+        (ashr).  LLVM's shl/ashr are poison there, so the amount is clamped to
+        width - 1 first: that is already the sign fill for ashr; shl then
+        selects 0."""
+        b = self.b
+        t = a.type
+        width = (t.element if isinstance(t, ir.VectorType) else t).width
+        ok = b.icmp_unsigned("<", n, self._splat(a, width))
+        amount = b.select(ok, n, self._splat(a, width - 1))
+        if name == "arith.shrsi":
+            return b.ashr(a, amount)
+        return b.select(ok, b.shl(a, amount), self._splat(a, 0))
 
     def _splat(self, like, value):
         t = like.type
@@ -352,12 +368,21 @@ class FuncCodegen:
         buf, *idx = op.operands
         ptr = self.address(buf, idx)
         t = op.results[0].type
-        self.values[op.results[0]] = self.b.load(ptr, typ=llvm_type(t), align=elem_size(buf.type.element_type))
+        align = elem_size(buf.type.element_type)
+        if isinstance(t, T.VectorType) and t.element_type is T.i1:
+            # <N x i1> in memory is N packed bits; a bool buffer holds a byte per element
+            wide = self.b.load(ptr, typ=ir.VectorType(ir.IntType(8), t.lanes), align=align)
+            self.values[op.results[0]] = self.b.icmp_unsigned("!=", wide, self._splat(wide, 0))
+            return
+        self.values[op.results[0]] = self.b.load(ptr, typ=llvm_type(t), align=align)
 
     def op_tir_store(self, op):
         val, buf, *idx = op.operands
         ptr = self.address(buf, idx)
-        self.b.store(self.v(val), ptr, align=elem_size(buf.type.element_type))
+        v = self.v(val)
+        if isinstance(val.type, T.VectorType) and val.type.element_type is T.i1:
+            v = self.b.zext(v, ir.VectorType(ir.IntType(8), val.type.lanes))   # a byte per bool, as loads read
+        self.b.store(v, ptr, align=elem_size(buf.type.element_type))
 
     def op_tir_alloc(self, op):
         t = op.results[0].type

@@ -42,16 +42,58 @@ busy machine costs nothing but the chunk's own time; then it waits on
 ``pending`` the same way.  Per-worker slots and the claim mean a chunk runs
 exactly once, and a worker only ever reads a job it won.
 
+Why it cannot hang or run a chunk twice (the protocol, invariant by invariant):
+
+* one writer: only the ``busy`` holder writes slots, ``pending`` and the
+  pool size; the lock word is the holder's *pid*, taken by compare-and-swap
+  (0 -> pid) and released with a release store;
+* publication: the caller writes fn, closure and bounds with plain stores,
+  then ``claim = 0`` (seq_cst), then ``gen + 1``; a worker reads them only
+  after winning ``claim`` 0 -> 1 (seq_cst), which orders the plain loads
+  after the plain stores.  The next call rewrites a slot only after
+  ``pending`` reached 0 (acquire), i.e. after every winner finished reading;
+* exactly once: each posted chunk is claimed once, by its worker (1) or by
+  the caller's steal (2); whoever wins runs it and decrements ``pending``.
+  A worker that saw a stale generation only ever tries the claim, so it can
+  take at most a chunk that was posted (claim 0) and never one in progress;
+  ``claim`` stays 1 or 2 outside a post (or the slot was never posted, and
+  its new worker, at generation 0, does not try), and ``gen`` wraps only
+  after 2^32 posts (no ABA in practice);
+* no lost wake-up: both sleeps are Dekker pairs on seq_cst accesses plus the
+  futex's own value check (the kernel sleeps only if the word still holds the
+  value the sleeper saw): worker ``sleeping = 1; gen == my ? wait(gen, my)``
+  against caller ``gen += 1; sleeping ? wake``; caller ``waiting = 1;
+  p = pending; p ? wait(pending, p)`` against the last worker
+  ``pending -= 1 == 0; waiting ? wake``;
+* the caller waits only for chunks a *running* worker claimed: after its own
+  chunk it steals every unclaimed one, so a worker that is asleep,
+  descheduled, or missing (a failed ``pthread_create``, a recycled pid)
+  never blocks it.  As a second guard against a lost wake-up its futex
+  sleep has a timeout (``JOIN_TIMEOUT_NS``), after which it re-checks;
+* workers run only runtime code (never freed) between jobs, and kernel code
+  only inside a call that is waiting for them, so freeing a JIT'd module
+  or exiting the interpreter while they sleep or spin is safe (process
+  exit ends them wherever they are).
+
 The thread count is read at every call: ``TVMD_NUM_THREADS`` when set to a
 positive number (``1`` runs serially on the caller, no thread is created),
 otherwise the number of online CPUs (``sysconf``, cached); at most
 ``MAX_WORKERS + 1``.  If a thread cannot be created, fewer chunks are used.
+(``getenv`` is not safe against a concurrent ``setenv`` in glibc: change
+``os.environ["TVMD_NUM_THREADS"]`` only while no other thread is inside a
+kernel.)
+
 After ``fork`` the child has none of the parent's workers: the pool records
-the pid that started its workers and, in another process, starts afresh
-(``pthread_atfork`` would be neater, but glibc does not export it to a JIT).
+the pid that started its workers and, in another process, starts afresh; a
+lock word holding another pid belongs to a parent's thread, absent from the
+child, and is taken over (``pthread_atfork`` would be neater, but glibc does
+not export it to a JIT).  The JIT's shared runtime is compiled under a
+Python lock (llvmlite drops the GIL), so a process has exactly one.
 """
 
 from __future__ import annotations
+
+import threading
 
 from llvmlite import ir
 
@@ -61,6 +103,7 @@ WORKER_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 PARALLEL_FOR = "__tvmd_parallel_for"
 MAX_WORKERS = 255
 SPIN = 4096            # polls (with pause) before a waiting thread sleeps
+JOIN_TIMEOUT_NS = 20_000_000   # the caller's futex sleep re-checks `pending` at least this often
 
 _SC_NPROCESSORS_ONLN = 84   # glibc's value (Linux)
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "riscv64": 98, "powerpc64": 221, "powerpc64le": 221}
@@ -83,13 +126,14 @@ def runtime_ir(triple: str) -> str:
         wake_body = "  ret void"
     else:
         wait_body = (f"  %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %addr, i64 {_FUTEX_WAIT_PRIVATE}, "
-                     f"i64 %v, ptr null)\n  ret void")
+                     f"i64 %v, ptr %timeout)\n  ret void")
         wake_body = (f"  %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %addr, i64 {_FUTEX_WAKE_PRIVATE}, "
                      f"i64 2147483647)\n  ret void")
     x86 = arch in ("x86_64", "i686", "i386")
     pause = "  call void @llvm.x86.sse2.pause()\n" if x86 else ""
     pause_decl = "declare void @llvm.x86.sse2.pause()\n" if x86 else ""
     return _RUNTIME.format(MAXW=MAX_WORKERS, SPIN=SPIN, SC=_SC_NPROCESSORS_ONLN, PAUSE=pause,
+                           JOIN_NS=JOIN_TIMEOUT_NS,
                            PAUSE_DECL=pause_decl, WAIT_BODY=wait_body, WAKE_BODY=wake_body)
 
 
@@ -107,6 +151,7 @@ _RUNTIME = r"""
 @__tvmd_pool_pid = internal global i32 0
 @__tvmd_ncpu_cache = internal global i64 0
 @__tvmd_env_num_threads = private unnamed_addr constant [17 x i8] c"TVMD_NUM_THREADS\00"
+@__tvmd_join_timeout = internal constant {{ i64, i64 }} {{ i64 0, i64 {JOIN_NS} }}
 
 declare ptr @getenv(ptr)
 declare i64 @strtol(ptr, ptr, i32)
@@ -142,7 +187,7 @@ query:
   ret i64 %q1
 }}
 
-define internal void @__tvmd_futex_wait(ptr %addr, i32 %val) {{
+define internal void @__tvmd_futex_wait(ptr %addr, i32 %val, ptr %timeout) {{
 entry:
   %v = zext i32 %val to i64
 {WAIT_BODY}
@@ -181,7 +226,7 @@ sleep:
   %same = icmp eq i32 %gq, %my
   br i1 %same, label %dowait, label %woke
 dowait:
-  call void @__tvmd_futex_wait(ptr %genp, i32 %my)
+  call void @__tvmd_futex_wait(ptr %genp, i32 %my, ptr null)
   br label %woke
 woke:
   store atomic i32 0, ptr %sleepp seq_cst, align 4
@@ -231,12 +276,22 @@ serial.run:
 return:
   ret void
 lock:
-  %cx = cmpxchg ptr @__tvmd_pool_busy, i32 0, i32 1 seq_cst monotonic
+  ; the lock word is the holder's pid: a holder from another pid is a thread
+  ; of the process we were forked from, which does not exist here
+  %pid = call i32 @getpid()
+  %cx = cmpxchg ptr @__tvmd_pool_busy, i32 0, i32 %pid seq_cst seq_cst
   %locked = extractvalue {{ i32, i1 }} %cx, 1
-  br i1 %locked, label %hook, label %serial
+  br i1 %locked, label %hook, label %lock.held
+lock.held:
+  %holder = extractvalue {{ i32, i1 }} %cx, 0
+  %foreign = icmp ne i32 %holder, %pid
+  br i1 %foreign, label %lock.take, label %serial
+lock.take:
+  %cx2 = cmpxchg ptr @__tvmd_pool_busy, i32 %holder, i32 %pid seq_cst seq_cst
+  %took = extractvalue {{ i32, i1 }} %cx2, 1
+  br i1 %took, label %hook, label %serial
 hook:
   ; after fork the child has none of the parent's workers
-  %pid = call i32 @getpid()
   %owner = load i32, ptr @__tvmd_pool_pid, align 4
   %forked = icmp ne i32 %pid, %owner
   br i1 %forked, label %hook.reset, label %grow
@@ -365,7 +420,7 @@ join.sleep:
   %fin2 = icmp eq i32 %p2, 0
   br i1 %fin2, label %join.woke, label %join.wait
 join.wait:
-  call void @__tvmd_futex_wait(ptr @__tvmd_pool_pending, i32 %p2)
+  call void @__tvmd_futex_wait(ptr @__tvmd_pool_pending, i32 %p2, ptr @__tvmd_join_timeout)
   br label %join.woke
 join.woke:
   store atomic i32 0, ptr @__tvmd_pool_waiting seq_cst, align 4
@@ -378,6 +433,7 @@ done:
 
 _RUNTIME_FUNCS = ("__tvmd_parallel_for", "__tvmd_num_threads")
 _process_runtime = None   # (engine, {name: address}): the JIT's shared pool, never freed
+_process_runtime_lock = threading.Lock()   # llvmlite drops the GIL: two threads may compile at once
 
 
 def needs_runtime(llmod) -> bool:
@@ -406,21 +462,26 @@ def process_runtime(make_target_machine):
     `make_target_machine()` gives the (host) machine, called only the first
     time."""
     global _process_runtime
-    if _process_runtime is None:
-        import llvmlite.binding as llvm
-        target_machine = make_target_machine()
-        rt = llvm.parse_assembly(runtime_ir(target_machine.triple))
-        rt.triple = target_machine.triple
-        rt.data_layout = str(target_machine.target_data)
-        rt.verify()
-        ee = llvm.create_mcjit_compiler(rt, target_machine)
-        ee.finalize_object()
-        addrs = {n: ee.get_function_address(n) for n in _RUNTIME_FUNCS}
-        for n, a in addrs.items():
-            llvm.add_symbol(n, a)
-        ee.detach()   # never disposed: idle workers sleep inside this code
-        _process_runtime = (ee, addrs)
+    with _process_runtime_lock:
+        if _process_runtime is None:
+            _process_runtime = _compile_runtime(make_target_machine)
     return _process_runtime[1]
+
+
+def _compile_runtime(make_target_machine):
+    import llvmlite.binding as llvm
+    target_machine = make_target_machine()
+    rt = llvm.parse_assembly(runtime_ir(target_machine.triple))
+    rt.triple = target_machine.triple
+    rt.data_layout = str(target_machine.target_data)
+    rt.verify()
+    ee = llvm.create_mcjit_compiler(rt, target_machine)
+    ee.finalize_object()
+    addrs = {n: ee.get_function_address(n) for n in _RUNTIME_FUNCS}
+    for n, a in addrs.items():
+        llvm.add_symbol(n, a)
+    ee.detach()   # never disposed: idle workers sleep inside this code
+    return ee, addrs
 
 
 def free_values(loop_op):

@@ -1,0 +1,124 @@
+"""The GEMM path of the default llvm schedule (dense, matmul, batch_matmul
+with several rows).
+
+A reduction is a GEMM when it is a float sum over one axis k whose body
+reads two tensors::
+
+    C[.., i, j] = sum_k A[.., i, .., k] * B[.., k, j]        (B contiguous in j)
+    C[.., i, j] = sum_k A[.., i, .., k] * B[.., j, k]        (dense: B is N x K)
+
+where A does not depend on j and B does not depend on i.  The second form
+(every nn.dense) would read B with a stride along j, so B is first packed,
+in a stage of its own, into panels of NB columns::
+
+    Bp[.., jo, k, ji] = B[.., jo * NB + ji, k]
+
+and C reads ``Bp[.., j / NB, k, j % NB]``.  Either way the schedule is the
+register-tiled micro-kernel of bench/schedules/matmul.te: the output tiled
+MB x NB (8 x 32: 8 rows of two 16-lane vectors = 16 accumulators), the tile
+loops fused into one parallel loop, the reduction computed at that loop
+into a local tile with k outside the tile's rows (unrolled) and columns
+(vectorized).  Per k the kernel loads NB/16 vectors of B and broadcasts MB
+scalars of A into MB * NB/16 FMAs; an elementwise epilogue (bias, residual,
+GELU) is applied as the tile is copied out.
+"""
+
+from __future__ import annotations
+
+from ...dialects.te.builder import Emitter, compute
+from ...ir import types as T
+
+# Packing costs a pass over B per call; with fewer rows than this a dense
+# stays a row reduction (one dot product per output, B read along k).
+MIN_PACK_ROWS = 16
+
+
+def gemm_plan(c, deps):
+    """(A read, B read, pack?, MB, NB) when `c` is a GEMM (module docstring),
+    else None.  `deps(v)`: the body-argument positions index v uses."""
+    if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2:
+        return None
+    if not isinstance(c.tensor_type.element_type, T.FloatType):
+        return None
+    shape = c.tensor_type.shape
+    rank = c.rank
+    ia, ja, ka = rank - 2, rank - 1, rank
+    args = list(c.body.args)
+    reads = [op for op in c.body.ops if op.name == "te.read"]
+    if len(reads) != 2 or any(r.guarded for r in reads):
+        return None
+    used = [set().union(*(deps(v) for v in r.indices)) if r.indices else set() for r in reads]
+    for a, b in ((0, 1), (1, 0)):
+        ra, rb = reads[a], reads[b]
+        ua, ub = used[a], used[b]
+        if ja in ua or ia not in ua or ka not in ua or deps(ra.indices[-1]) != {ka}:
+            continue
+        if ia in ub or ja not in ub or ka not in ub:
+            continue
+        idx = list(rb.indices)
+        if idx[-1] is args[ja] and len(idx) >= 2:
+            pack = False
+        elif len(idx) >= 2 and idx[-1] is args[ka] and idx[-2] is args[ja] \
+                and not any(deps(v) & {ja, ka} for v in idx[:-2]):
+            pack = True
+        else:
+            continue
+        m, n = shape[-2], shape[-1]
+        nb = next((f for f in (32, 16) if n % f == 0), None)
+        mb = next((f for f in (8, 4) if m % f == 0), None)
+        if nb is None or mb is None or (pack and m < MIN_PACK_ROWS):
+            return None
+        return ra, rb, pack, mb, nb
+    return None
+
+
+def pack_weight(e, c, b_read, nb):
+    """Insert the packing stage Bp before `c` and make `c` read it; returns
+    the packing te.compute."""
+    bt = b_read.tensor
+    shape = bt.type.shape
+    et = bt.type.element_type
+    lead = len(shape) - 2
+    n, k = shape[-2], shape[-1]
+
+    def body(e, *idx):
+        *ld, jo, kk, ji = idx
+        return e.read(bt, list(ld) + [e.add(e.mul(jo, nb), ji), kk])
+    names = [f"b{d}" for d in range(lead)] + ["jo", "k", "ji"]
+    saved = e.block
+    packed = compute(e, T.TensorType(tuple(shape[:-2]) + (n // nb, k, nb), et), body, names=names,
+                     name=f"{bt.name or 'weight'}_packed")
+    e.at(saved)
+    pop = packed.defining_op()
+    pop.detach()
+    c.parent.insert_before(c, pop)
+    # c reads Bp[.., j / nb, k, j % nb]: emit at the end of c's body, then
+    # move the new ops in front of the read they replace
+    before = set(c.body.ops)
+    r = Emitter(c.body, c.loc)
+    *ld, j, kk = list(b_read.indices)
+    new = r.read(packed, ld + [r.floordiv(j, nb), kk, r.floormod(j, nb)])
+    for op in [op for op in c.body.ops if op not in before]:
+        op.detach()
+        c.body.insert_before(b_read, op)
+    b_read.results[0].replace_all_uses_with(new)
+    b_read.erase()
+    return pop
+
+
+def tile_gemm(s, st, mb, nb):
+    """Tile a stage shaped like the GEMM output: rows by mb (unrolled),
+    columns by nb (vectorized), the outer loops (and the reduce axes, for a
+    GEMM accumulating in memory) fused into one parallel loop outside.
+    Returns the parallel loop."""
+    axes = st.axes(s)
+    rank = st.rank
+    sp, red = axes[:rank], axes[rank:]
+    jo, ji = s.split(sp[-1], factor=nb)
+    io, ii = s.split(sp[-2], factor=mb)
+    s.reorder(*sp[:-2], io, jo, *red, ii, ji)
+    f = s.fuse(*sp[:-2], io, jo)
+    s.parallel(f)
+    s.unroll(ii)
+    s.vectorize(ji)
+    return f
