@@ -139,3 +139,48 @@ def test_tvm_translate_emits_cubin(tmp_path):
                "-o", str(out)])
     assert rc == 0 and out.read_bytes()[:4] == b"\x7fELF"
     assert re.search(rb"gpu_add", out.read_bytes())
+
+
+def test_shifts_follow_numpy_beyond_the_bit_width(tmp_path):
+    """C's << and >> are undefined for amounts >= the width or negative; the
+    prelude's tvmd_shl / tvmd_shr are not.  Their source is compiled as host
+    C++ (g++, with the CUDA qualifiers defined away) and checked against numpy."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+
+    from tvmd.target.cuda.codegen import PRELUDE
+    src, _ = generate(parse_module("""
+tir.func @sh(%A: memref<64xi32>, %B: memref<64xi32>, %C: memref<64xi32>) {
+  tir.for %t = 0 to 64 thread("threadIdx.x") {
+    %a = tir.load %A[%t] : i32
+    %n = tir.load %B[%t] : i32
+    %l = arith.shli %a, %n : i32
+    %r = arith.shrsi %l, %n : i32
+    tir.store %r, %C[%t] : i32
+  }
+}"""))
+    assert "tvmd_shl(" in src and "tvmd_shr(" in src and "<<" not in src.split("void")[-1]
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("no g++ to run the prelude on the host")
+    a = np.array([1, -1, 5, -7, 123456, -2**31, 2**31 - 1], dtype=np.int32)
+    n = np.array([-33, -1, 0, 1, 31, 32, 40], dtype=np.int32)
+    host = ["#define __device__", "#define __forceinline__ inline", "#include <cstdio>", PRELUDE,
+            "int main() {",
+            f"  int a[] = {{{', '.join(map(str, a.tolist()))}}}; int n[] = {{{', '.join(map(str, n.tolist()))}}};",
+            f"  for (int i = 0; i < {a.size}; i++) for (int j = 0; j < {n.size}; j++)",
+            "    printf(\"%d %d\\n\", tvmd_shl(a[i], n[j]), tvmd_shr(a[i], n[j]));",
+            "}"]
+    (tmp_path / "t.cpp").write_text("\n".join(host))
+    subprocess.run([gxx, "-O1", "-o", str(tmp_path / "t"), str(tmp_path / "t.cpp")], check=True)
+    out = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True, text=True).stdout.split()
+    got = np.array(out, dtype=np.int64).reshape(a.size, n.size, 2)
+    with np.errstate(all="ignore"):
+        aa, nn = a[:, None], n[None, :]
+        want_l = np.left_shift(aa, nn.astype(np.uint32).astype(np.int64).clip(0, 64)).astype(np.int32)
+        want_l = np.where(nn.astype(np.uint32) >= 32, 0, want_l)
+        want_r = np.where(nn.astype(np.uint32) >= 32, np.where(aa < 0, -1, 0), aa >> np.clip(nn, 0, 31))
+    np.testing.assert_array_equal(got[..., 0], want_l)
+    np.testing.assert_array_equal(got[..., 1], want_r)

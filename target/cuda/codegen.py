@@ -73,6 +73,14 @@ template <typename T> __device__ __forceinline__ T tvmd_floormod(T a, T b) {
 // NaN-propagating max/min (numpy's maximum/minimum; fmaxf drops NaNs)
 template <typename T> __device__ __forceinline__ T tvmd_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T tvmd_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+// numpy's shifts: the amount read as unsigned; at least the bit width (a negative
+// amount included) gives 0 (left) or the sign fill (right), where C's are undefined
+template <typename T> __device__ __forceinline__ T tvmd_shl(T a, T n) {
+  return (unsigned long long)n >= sizeof(T) * 8 ? (T)0 : (T)((unsigned long long)a << n);
+}
+template <typename T> __device__ __forceinline__ T tvmd_shr(T a, T n) {
+  return (unsigned long long)n >= sizeof(T) * 8 ? (T)(a < 0 ? -1 : 0) : (T)(a >> n);
+}
 """
 
 _MATH = {  # tir intrinsic -> (float, double) function
@@ -85,11 +93,11 @@ _MATH = {  # tir intrinsic -> (float, double) function
     "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
 }
 _BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "/", "arith.remsi": "%",
-           "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>",
+           "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
            "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
 _CALL2 = {"arith.floordivsi": "tvmd_floordiv", "arith.floormodsi": "tvmd_floormod",
           "arith.maxsi": "tvmd_max", "arith.minsi": "tvmd_min", "arith.maximumf": "tvmd_max",
-          "arith.minimumf": "tvmd_min"}
+          "arith.minimumf": "tvmd_min", "arith.shli": "tvmd_shl", "arith.shrsi": "tvmd_shr"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 THREAD_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
