@@ -16,7 +16,11 @@ Rows (issue 4's table):
   (relay --fuse-ops --lower-relay-to-te --lower-te-to-tir), NCHW/OIHW and
   NHWC/HWIO, vs numpy ``np.pad`` + im2col copy + BLAS matmul, GFLOP/s;
 * ``dense`` 1x2048 -> 1000, ``softmax`` and ``layer_norm`` over 128x768
-  rows, default schedules, vs the numpy formula, in GB/s of input read.
+  rows, default schedules, vs the numpy formula, in GB/s of input read;
+* ``gemm``: the BERT-base layer's products (128 rows; 768->768, 768->3072,
+  3072->768), default schedules, as nn.matmul (K x N weight: the GEMM
+  micro-kernel reads it directly) and nn.dense (N x K: packed on every
+  call), vs numpy ``x @ w.T``, GFLOP/s.
 
 Every tvmd result is checked against numpy (rtol 1e-4) before it is timed.
 Timings are medians of --repeat runs, kernels called through ctypes with
@@ -219,6 +223,34 @@ def bench_dense(rng, repeat):
     return [("dense 1x2048->1000", "GB/s", gb / t_tvmd, gb / t_np, cs)]
 
 
+GEMM_SHAPES = ((128, 768, 768), (128, 3072, 768), (128, 768, 3072))   # BERT-base, seq 128: M, N, K
+
+
+def bench_gemm(rng, repeat):
+    """The BERT layer's products through the DEFAULT schedule: nn.matmul
+    with a K x N weight (what --alter-op-layout makes of a dense with a
+    constant weight) and nn.dense with an N x K weight (packed per call)."""
+    import numpy as np
+    rows = []
+    for m, n, k in GEMM_SHAPES:
+        # unit-variance outputs, so that the check's absolute tolerance fits
+        x = (rng.standard_normal((m, k)) / k ** 0.5).astype(np.float32)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        want = x @ w.T
+        t_np = median_time(lambda: x @ w.T, repeat)
+        gf = 2 * m * n * k / 1e9
+        for form, op, wshape, wv in (("matmul", "nn.matmul", (k, n), np.ascontiguousarray(w.T)),
+                                     ("dense", "nn.dense", (n, k), w)):
+            text = f"""relay.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{wshape[0]}x{wshape[1]}xf32>) -> tensor<{m}x{n}xf32> {{
+  %0 = {op}(%x, %w) : tensor<{m}x{n}xf32>
+  return %0
+}}"""
+            kern, f, cs = relay_kernel(text)
+            t = time_kernel(kern, f, [x, wv], want, repeat)
+            rows.append((f"{form} {m}x{k} . {k}->{n}", "GFLOP/s", gf / t, gf / t_np, cs))
+    return rows
+
+
 def bench_softmax(rng, repeat):
     import numpy as np
     k, f, cs = relay_kernel(SOFTMAX)
@@ -251,7 +283,7 @@ def bench_layer_norm(rng, repeat):
 
 
 BENCHES = {"add_relu": bench_add_relu, "matmul": bench_matmul, "conv2d": bench_conv2d,
-           "dense": bench_dense, "softmax": bench_softmax, "layer_norm": bench_layer_norm}
+           "dense": bench_dense, "gemm": bench_gemm, "softmax": bench_softmax, "layer_norm": bench_layer_norm}
 
 
 def main(argv=None):

@@ -1,6 +1,7 @@
 """Whole models, compiled by tvmd, against onnxruntime in the same run.
 
-    .venv/bin/python bench/models.py [--repeat N] [--only resnet,bert,compile] [--small] [--lower-tir]
+    .venv/bin/python bench/models.py [--repeat N] [--only resnet,bert,compile] [--small]
+                                     [--threads 1,2] [--tir-passes P,...]
 
 Three measurements, printed as tables (ratios, never pass/fail):
 
@@ -16,9 +17,12 @@ Three measurements, printed as tables (ratios, never pass/fail):
   LLVM codegen, executor setup.
 
 The models are built in code with onnx.helper (random weights, seeded).
-Latency is the median of --repeat runs after one warm-up; onnxruntime runs
-with intra_op_num_threads=2 (this machine's cores) and sequential execution;
-tvmd's kernels use its own pool (TVMD_NUM_THREADS, default all cores).
+Latency is measured at each of --threads (default 1 and 2): tvmd's pool
+gets TVMD_NUM_THREADS=N (read at every call), onnxruntime a session with
+intra_op_num_threads=N and sequential execution.  After one warm-up each,
+the two run in alternating blocks (--repeat runs each in all), so that a
+busy machine slows both alike; the table gives each one's median and their
+ratio tvmd/ort (below 1: tvmd is faster).
 """
 
 from __future__ import annotations
@@ -174,17 +178,7 @@ def bert_layer_onnx(seq=128, hidden=768, heads=12, ffn=3072):
 
 # -- measuring -------------------------------------------------------------------------------
 
-def median_ms(fn, repeat):
-    fn()     # warm-up (first-touch, thread pool start)
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)) * 1e3
-
-
-TIR_PASSES = ("tir-simplify",)
+TIR_PASSES = None    # build()'s default (lower-tir); --tir-passes overrides
 
 
 def compile_onnx(model):
@@ -194,37 +188,67 @@ def compile_onnx(model):
     t0 = time.perf_counter()
     module, _ = from_onnx(model)
     t_import = time.perf_counter() - t0
-    return build(module, progress=None, tir_passes=TIR_PASSES), t_import
+    kw = {} if TIR_PASSES is None else {"tir_passes": TIR_PASSES}
+    return build(module, progress=None, **kw), t_import
 
 
-def ort_session(model):
+def ort_session(model, threads=2):
     import onnxruntime as ort
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
-def latency_row(name, model, inputs, repeat):
+def paired_ms(f, g, repeat, rounds=4):
+    """(median ms of f, median ms of g, their ratio), f and g timed in
+    alternating blocks of repeat/rounds runs, each block after a warm-up
+    run.  (Blocks, not single runs: onnxruntime's threads spin on after a
+    run and would steal the cores from the next run of f.)"""
+    tf, tg = [], []
+    block = max(1, repeat // rounds)
+    for _ in range(rounds):
+        for fn, ts in ((f, tf), (g, tg)):
+            fn()
+            for _ in range(block):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+    mf, mg = float(np.median(tf)) * 1e3, float(np.median(tg)) * 1e3
+    return mf, mg, mf / mg
+
+
+def latency_rows(name, model, inputs, repeat, threads=(1, 2)):
     cm, t_import = compile_onnx(model)
-    sess = ort_session(model)
     feeds = dict(inputs)
     arrays = [feeds[n] for n in cm.input_names]
-    got = cm.run(*arrays)
-    want = sess.run(None, feeds)[0]
-    err = float(np.max(np.abs(got - want)) / max(1e-30, float(np.max(np.abs(want)))))
-    t_tvmd = median_ms(lambda: cm.run(*arrays), repeat)
-    t_ort = median_ms(lambda: sess.run(None, feeds), repeat)
     compile_s = t_import + sum(cm.phase_times.values())
-    return (name, t_tvmd, t_ort, t_tvmd / t_ort, err, compile_s, len(cm.kernels), len(cm.interpreted)), cm
+    rows = []
+    saved = os.environ.get("TVMD_NUM_THREADS")
+    try:
+        for n in threads:
+            os.environ["TVMD_NUM_THREADS"] = str(n)
+            sess = ort_session(model, n)
+            got = cm.run(*arrays)
+            want = sess.run(None, feeds)[0]
+            err = float(np.max(np.abs(got - want)) / max(1e-30, float(np.max(np.abs(want)))))
+            t_tvmd, t_ort, ratio = paired_ms(lambda: cm.run(*arrays), lambda: sess.run(None, feeds), repeat)
+            rows.append((name, n, t_tvmd, t_ort, ratio, err, compile_s, len(cm.kernels), len(cm.interpreted)))
+    finally:
+        if saved is None:
+            os.environ.pop("TVMD_NUM_THREADS", None)
+        else:
+            os.environ["TVMD_NUM_THREADS"] = saved
+    return rows, cm
 
 
 def print_latency(rows):
-    print(f"{'model':<22} {'tvmd ms':>9} {'ort ms':>9} {'tvmd/ort':>9} {'max rel err':>12} "
+    print(f"{'model':<22} {'threads':>7} {'tvmd ms':>9} {'ort ms':>9} {'tvmd/ort':>9} {'max rel err':>12} "
           f"{'compile s':>10} {'kernels':>8} {'interp':>7}")
     for r in rows:
-        print(f"{r[0]:<22} {r[1]:>9.2f} {r[2]:>9.2f} {r[3]:>9.2f} {r[4]:>12.2e} {r[5]:>10.1f} {r[6]:>8} {r[7]:>7}")
+        print(f"{r[0]:<22} {r[1]:>7} {r[2]:>9.2f} {r[3]:>9.2f} {r[4]:>9.2f} {r[5]:>12.2e} {r[6]:>10.1f} "
+              f"{r[7]:>8} {r[8]:>7}")
 
 
 def compile_phases(model):
@@ -242,22 +266,25 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--only", default="resnet,bert,compile")
+    ap.add_argument("--threads", default="1,2", help="thread counts to compare at (comma-separated)")
     ap.add_argument("--small", action="store_true", help="smaller inputs (a quick smoke run)")
-    ap.add_argument("--lower-tir", action="store_true",
-                    help="run the whole lower-tir pipeline on each kernel, not only tir-simplify")
+    ap.add_argument("--tir-passes", default=None,
+                    help="tir passes per kernel, e.g. 'tir-simplify,tir-lower-intrin{erf=poly}' "
+                         "(default: build()'s, the lower-tir pipeline)")
     a = ap.parse_args(argv)
     global TIR_PASSES
-    if a.lower_tir:
-        TIR_PASSES = ("lower-tir",)
-    print("tir passes: " + ", ".join(TIR_PASSES))
+    if a.tir_passes:
+        TIR_PASSES = tuple(p for p in a.tir_passes.split(",") if p)
+    print("tir passes: " + (", ".join(TIR_PASSES) if TIR_PASSES else "build() default"))
     only = set(a.only.split(","))
+    threads = tuple(int(t) for t in a.threads.split(","))
     rng = np.random.default_rng(0)
     rows = []
     if "resnet" in only:
         size = 64 if a.small else 224
         x = rng.standard_normal((1, 3, size, size)).astype(np.float32)
-        row, cm = latency_row(f"resnet-style {size}", resnet_onnx(size), {"x": x}, a.repeat)
-        rows.append(row)
+        got, cm = latency_rows(f"resnet-style {size}", resnet_onnx(size), {"x": x}, a.repeat, threads)
+        rows += got
         for name, why in cm.interpreted:
             print(f"  interpreted @{name}: {why}")
     if "bert" in only:
@@ -265,9 +292,9 @@ def main(argv=None):
         h = rng.standard_normal((1, seq, hidden)).astype(np.float32)
         mask = np.zeros((1, 1, 1, seq), np.float32)
         mask[..., seq - seq // 8:] = -10000.0
-        row, cm = latency_row(f"bert layer seq {seq}", bert_layer_onnx(seq, hidden, heads, ffn),
-                              {"h": h, "mask": mask}, a.repeat)
-        rows.append(row)
+        got, cm = latency_rows(f"bert layer seq {seq}", bert_layer_onnx(seq, hidden, heads, ffn),
+                               {"h": h, "mask": mask}, a.repeat, threads)
+        rows += got
         for name, why in cm.interpreted:
             print(f"  interpreted @{name}: {why}")
     if rows:

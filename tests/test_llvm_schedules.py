@@ -135,6 +135,21 @@ def test_batch_matmul_gemm_tile(tb):
     np.testing.assert_allclose(run(k, f, x, y), want, rtol=1e-4, atol=1e-4)
 
 
+def test_gemm_with_a_non_pointwise_consumer_accumulates_at_root():
+    """A dense whose consumer is a transpose (no epilogue to compute it at):
+    tiled at root, accumulating in memory, still numpy's answer."""
+    text = """relay.func @f(%x: tensor<32x16xf32>, %w: tensor<64x16xf32>) -> tensor<64x32xf32> attributes {primitive} {
+  %0 = nn.dense(%x, %w) : tensor<32x64xf32>
+  %1 = transpose(%0) {axes = [1, 0]} : tensor<64x32xf32>
+  return %1
+}"""
+    te, k, f = te_and_kernel(text)
+    assert "te.reorder %j.outer, %i.outer, %k_1, %i.inner, %j.inner" in te
+    x, w = randn(32, 16), randn(64, 16)
+    want = (x.astype(np.float64) @ w.T.astype(np.float64)).T.astype(np.float32)
+    np.testing.assert_allclose(run(k, f, x, w), want, rtol=1e-4, atol=1e-4)
+
+
 def test_alter_op_layout_transposes_constant_dense_weights():
     """build(): a dense with a constant weight and several rows becomes a
     matmul reading the weight transposed at compile time; one row stays."""

@@ -14,6 +14,7 @@ own pool).
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -194,6 +195,24 @@ def counts():
     print(*seen)
 
 
+def compile_race():
+    """Four threads JIT modules at once (llvmlite drops the GIL) in a process
+    with no runtime yet: all must share one pool (3 threads: 2 workers)."""
+    os.environ["TVMD_NUM_THREADS"] = "3"
+    base = threads_alive()
+    compiled = []
+    in_threads(4, lambda seed: compiled.append(jit.compile(parse_module(SRC)).accumulate.cfunc))
+    # a joined thread may linger in /proc for a moment after join returns
+    for _ in range(10000):
+        if threads_alive() == base:
+            break
+        time.sleep(0.001)
+    c = Caller(0)
+    for k in compiled:
+        c.once(1000, [k])
+    print(threads_alive() - base)
+
+
 os.environ.setdefault("TVMD_NUM_THREADS", "3")
 globals()[sys.argv[1]]()
 print("ok")
@@ -247,7 +266,7 @@ def test_interpreter_exit_with_live_workers(how):
 
 
 def test_under_cpu_load():
-    """CPU hogs outnumber the cores: workers are descheduled mid-protocol."""
+    """A CPU hog on every core: workers are descheduled mid-protocol."""
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     try:
         run_scenario("python_threads", {"TVMD_NUM_THREADS": "4"})
@@ -265,8 +284,90 @@ def test_workers_are_created_once_and_reused():
     assert out.split()[:5] == ["0", "2", "2", "4", "4"]
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc to count threads")
+def test_modules_compiled_at_once_share_one_pool():
+    assert run_scenario("compile_race").split()[:1] == ["2"]
+
+
 def test_a_hang_is_reported_as_a_failure():
     """The harness itself: a scenario that never ends fails, with a message."""
     never_ends = DRIVER.replace("globals()[sys.argv[1]]()", "time.sleep(3600)")
     with pytest.raises(pytest.fail.Exception, match="'exit_idle' hung: no exit after 1s"):
         run_scenario("exit_idle", timeout=1, driver=never_ends)
+
+
+C_DRIVER = r"""
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void accumulate(float *A, float *C, int64_t n, int64_t a_dim, int64_t c_dim);
+
+enum { N = 4099, CALLS = %d, TINY_CALLS = %d };
+static const int64_t sizes[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 63, 64, 65, 1000, 4099};
+
+static int calls(int seed) {   /* 0 when every result is A + 1 */
+    static __thread float a[N], c[N];
+    for (int it = 0; it < CALLS; it++) {
+        int64_t n = sizes[(it * 7 + seed) %% 15];
+        for (int i = 0; i < N; i++) { a[i] = (float)i; c[i] = 1.0f; }
+        accumulate(a, c, n, N, N);
+        for (int i = 0; i < N; i++)
+            if (c[i] != (i < n ? a[i] + 1.0f : 1.0f)) return 1;
+    }
+    return 0;
+}
+
+static int tiny_calls(void) {   /* back-to-back calls of 1..9 iterations */
+    float a[16], c[16] = {0};
+    long expect[16] = {0};
+    for (int i = 0; i < 16; i++) a[i] = 1.0f;
+    for (long it = 0; it < TINY_CALLS; it++) {
+        int64_t n = 1 + it %% 9;
+        accumulate(a, c, n, 16, 16);
+        for (int i = 0; i < n; i++) expect[i]++;
+    }
+    for (int i = 0; i < 16; i++)
+        if ((long)c[i] != expect[i]) return 1;
+    return 0;
+}
+
+static void *thread(void *seed) { return (void *)(intptr_t)calls((int)(intptr_t)seed); }
+
+int main(void) {
+    pthread_t t[8];
+    int bad = tiny_calls() | calls(0);
+    for (intptr_t i = 0; i < 8; i++) pthread_create(&t[i], NULL, thread, (void *)i);
+    for (int i = 0; i < 8; i++) { void *r; pthread_join(t[i], &r); bad |= (int)(intptr_t)r; }
+    pid_t pid = fork();
+    if (pid == 0) _exit(calls(99));
+    int status;
+    waitpid(pid, &status, 0);
+    bad |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    bad |= calls(5);
+    puts(bad ? "wrong" : "ok");
+    return bad;   /* exits while the object's own workers sleep */
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler to link the object file")
+def test_object_file_pool_in_a_c_program(tmp_path):
+    """An object file carries its own pool and needs only libc: a C program
+    makes many tiny calls, calls it from 9 threads, forks, and exits with the
+    workers alive."""
+    from tvmd.parser import parse_module
+    from tvmd.target.llvm import jit
+    src = DRIVER.split('SRC = """')[1].split('"""')[0]
+    obj, c, exe = tmp_path / "acc.o", tmp_path / "main.c", tmp_path / "main"
+    jit.save_object(parse_module(src), str(obj))
+    c.write_text(C_DRIVER % (300 * SCALE, 20000 * SCALE))
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(c), str(obj), "-lpthread"], check=True, timeout=120)
+    try:
+        p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=TIMEOUT,
+                           env={**os.environ, "TVMD_NUM_THREADS": "3"})
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the C program using the object's pool hung (no exit after {TIMEOUT}s)", pytrace=False)
+    assert p.returncode == 0 and p.stdout.split() == ["ok"], (p.returncode, p.stdout, p.stderr)

@@ -13,9 +13,14 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
   fused into one parallel loop, the last axis split by the vector width
   (16, 8 or 4, whichever divides it first) and vectorized; a last axis no
   width divides is vectorized whole (LLVM adds the remainder loop);
-* a *row reduction* (every read indexes its last dimension with the
-  innermost reduce axis and nothing else: softmax's max and sum, the moments
-  of layer_norm, dense with one row): the spatial axes fused into one
+* a *GEMM* (a float sum over one axis of A[.., i, k] * B[.., k, j] or
+  B[.., j, k]: matmul, batch_matmul, dense with enough rows): the
+  register-tiled micro-kernel of schedules_gemm.py (B[.., j, k] packed
+  into column panels first), with any elementwise epilogue;
+* a *row reduction* (every read that uses a reduce axis indexes its last
+  dimension with the innermost reduce axis and nothing else: softmax's max
+  and sum, the moments of layer_norm, dense with few rows): the spatial
+  axes fused into one
   parallel loop, the reduce axes inside, the innermost one vectorized
   through ``te.pragma {llvm_vectorize = W}`` (W lanes of partial sums and
   a horizontal sum at the end: the LLVM codegen's hint);
@@ -25,14 +30,19 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
   a read that makes the vector loads (one that depends on the last axis)
   does not depend on some other spatial axis (the output channels of an
   NCHW conv, the width of an NHWC conv), the innermost such axis split by
-  16, 8 or 4 and unrolled.  The reduction is computed at the parallel loop
-  into a local tile (``te.cache_write`` when it is itself the output, or
-  the reduction stage when elementwise stages follow up to one output:
-  conv + bias + relu), reduce axes outside the tile's blocked and vector
-  axes.  The tile's accumulators (up to 16 vectors) then live in
-  registers: each vector load feeds up to 16 FMAs.  When the epilogue is
-  not pointwise (different shape or indices) the reduction is tiled at
-  root the same way, accumulating in memory.
+  16, 8, 7 or 4 and unrolled; the last axis is split by 32 (two vectors
+  per row of the tile) when it and the blocked axis allow.  The reduction
+  is computed at the parallel loop into a local tile (``te.cache_write``
+  when it is itself the output, or the reduction stage when elementwise
+  stages follow up to one output: conv + bias + relu), reduce axes outside
+  the tile's blocked and vector axes, the ones that index a read's last
+  dimension innermost (an NHWC conv's input channels: its broadcast loads
+  then walk memory in order).  The tile's accumulators (up to 16 vectors)
+  then live in registers: each vector load feeds up to 16 FMAs.  An output
+  reduction with nothing to block but a vector axis (pooling) is cached
+  the same way, its one vector accumulator in a register.  When the
+  epilogue is not pointwise (different shape or indices) the reduction is
+  tiled at root the same way, accumulating in memory.
 
 A compute the heuristics do not recognise still gets the elementwise
 tiling: the schedule never fails on a well-formed te.func.
@@ -59,9 +69,10 @@ def default_schedule(e, outputs):
     for c in computes:
         plan = gemm_plan(c, _index_deps(c)) if c.reducer is not None else None
         if plan is not None:
-            _, b_read, pack, mb, nb = plan
-            if pack:
-                packs.add(pack_weight(e, c, b_read, nb))
+            _, b_read, kind, mb, nb = plan
+            pack = pack_weight(e, c, b_read, nb, kind) if kind else None
+            if pack is not None:
+                packs.add(pack)
             gemms[c] = (mb, nb)
     if packs:
         computes = [op for op in e.block.ops if op.name == "te.compute"]
@@ -109,7 +120,8 @@ def default_schedule(e, outputs):
                 tile_row_reduction(s, o)
                 continue
             block = block_axis(o)
-            if block is not None:
+            if block is not None or (o.rank > 1 and vector_factor(o.tensor_type.shape[-1])):
+                # (unblocked: pooling) the vector accumulator still in a register
                 _tile_cached(s, o, lambda st: tile(s, st, block), block)
                 continue
         block = block_axis(anchor if anchor is not None else o)

@@ -20,7 +20,14 @@ loops fused into one parallel loop, the reduction computed at that loop
 into a local tile with k outside the tile's rows (unrolled) and columns
 (vectorized).  Per k the kernel loads NB/16 vectors of B and broadcasts MB
 scalars of A into MB * NB/16 FMAs; an elementwise epilogue (bias, residual,
-GELU) is applied as the tile is copied out.
+GELU) is applied as the tile is copied out.  Column blocks are the outer
+part of the parallel loop, so a column panel of B stays in cache while all
+row blocks use it.
+
+The packing stage runs on every call (a pass over B), so the dense form is
+taken only with MIN_PACK_ROWS rows or more; a dense with a constant weight
+never gets here: --alter-op-layout (run by runtime.build for llvm) turns it
+into an nn.matmul reading the weight transposed at compile time.
 """
 
 from __future__ import annotations
@@ -34,8 +41,9 @@ MIN_PACK_ROWS = 16
 
 
 def gemm_plan(c, deps):
-    """(A read, B read, pack?, MB, NB) when `c` is a GEMM (module docstring),
-    else None.  `deps(v)`: the body-argument positions index v uses."""
+    """(A read, B read, pack, MB, NB) when `c` is a GEMM (module docstring),
+    else None; pack is "nk" for the dense form (B to be packed), else
+    None.  `deps(v)`: the body-argument positions index v uses."""
     if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2:
         return None
     if not isinstance(c.tensor_type.element_type, T.FloatType):
@@ -56,34 +64,36 @@ def gemm_plan(c, deps):
         if ia in ub or ja not in ub or ka not in ub:
             continue
         idx = list(rb.indices)
-        if idx[-1] is args[ja] and len(idx) >= 2:
-            pack = False
-        elif len(idx) >= 2 and idx[-1] is args[ka] and idx[-2] is args[ja] \
-                and not any(deps(v) & {ja, ka} for v in idx[:-2]):
-            pack = True
-        else:
+        if len(idx) < 2 or any(deps(v) & {ja, ka} for v in idx[:-2]):
             continue
         m, n = shape[-2], shape[-1]
+        if idx[-1] is args[ka] and idx[-2] is args[ja]:
+            pack = "nk"
+        elif idx[-1] is args[ja]:
+            pack = None
+        else:
+            continue
         nb = next((f for f in (32, 16) if n % f == 0), None)
         mb = next((f for f in (8, 4) if m % f == 0), None)
-        if nb is None or mb is None or (pack and m < MIN_PACK_ROWS):
+        if nb is None or mb is None or (pack == "nk" and m < MIN_PACK_ROWS):
             return None
         return ra, rb, pack, mb, nb
     return None
 
 
-def pack_weight(e, c, b_read, nb):
+def pack_weight(e, c, b_read, nb, kind):
     """Insert the packing stage Bp before `c` and make `c` read it; returns
-    the packing te.compute."""
+    the packing te.compute.  kind "nk": B[.., j, k]; "kn": B[.., k, j]."""
     bt = b_read.tensor
     shape = bt.type.shape
     et = bt.type.element_type
     lead = len(shape) - 2
-    n, k = shape[-2], shape[-1]
+    n, k = (shape[-2], shape[-1]) if kind == "nk" else (shape[-1], shape[-2])
 
     def body(e, *idx):
         *ld, jo, kk, ji = idx
-        return e.read(bt, list(ld) + [e.add(e.mul(jo, nb), ji), kk])
+        j = e.add(e.mul(jo, nb), ji)
+        return e.read(bt, list(ld) + ([j, kk] if kind == "nk" else [kk, j]))
     names = [f"b{d}" for d in range(lead)] + ["jo", "k", "ji"]
     saved = e.block
     packed = compute(e, T.TensorType(tuple(shape[:-2]) + (n // nb, k, nb), et), body, names=names,
@@ -96,7 +106,8 @@ def pack_weight(e, c, b_read, nb):
     # move the new ops in front of the read they replace
     before = set(c.body.ops)
     r = Emitter(c.body, c.loc)
-    *ld, j, kk = list(b_read.indices)
+    *ld, x, y = list(b_read.indices)
+    j, kk = (x, y) if kind == "nk" else (y, x)
     new = r.read(packed, ld + [r.floordiv(j, nb), kk, r.floormod(j, nb)])
     for op in [op for op in c.body.ops if op not in before]:
         op.detach()
@@ -109,15 +120,16 @@ def pack_weight(e, c, b_read, nb):
 def tile_gemm(s, st, mb, nb):
     """Tile a stage shaped like the GEMM output: rows by mb (unrolled),
     columns by nb (vectorized), the outer loops (and the reduce axes, for a
-    GEMM accumulating in memory) fused into one parallel loop outside.
-    Returns the parallel loop."""
+    GEMM accumulating in memory) fused into one parallel loop outside,
+    column blocks outermost (a block of B then stays in cache while every
+    row block reads it).  Returns the parallel loop."""
     axes = st.axes(s)
     rank = st.rank
     sp, red = axes[:rank], axes[rank:]
     jo, ji = s.split(sp[-1], factor=nb)
     io, ii = s.split(sp[-2], factor=mb)
-    s.reorder(*sp[:-2], io, jo, *red, ii, ji)
-    f = s.fuse(*sp[:-2], io, jo)
+    s.reorder(*sp[:-2], jo, io, *red, ii, ji)
+    f = s.fuse(*sp[:-2], jo, io)
     s.parallel(f)
     s.unroll(ii)
     s.vectorize(ji)

@@ -57,8 +57,8 @@ class AlterOpLayout(ModulePass):
                 block.insert_before(op, wt)
                 transposed[w] = wt
             from ..ops.nn import MatmulOp
-            mm = MatmulOp.build(op.operands[0], wt.results[0], loc=op.loc,
-                                units=op.attributes.get("units"), out_dtype=op.attributes.get("out_dtype", ""))
+            mm = MatmulOp.build(op.operands[0], wt.results[0], loc=op.loc, units=op.attributes.get("units"),
+                                out_dtype=op.attributes.get("out_dtype", ""))
             block.insert_before(op, mm)
             mm.results[0].name = op.results[0].name
             op.results[0].replace_all_uses_with(mm.results[0])
