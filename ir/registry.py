@@ -123,7 +123,7 @@ HIDDEN_PASSES = frozenset({"test-fail", "test-crash"})
 # the levels TVM's opt_level table allows it (SimplifyInference 0, FuseOps 0
 # -- at opt level 0 every op is its own kernel --, FoldConstant 2,
 # EliminateCommonSubexpr, FoldScaleAxis and CanonicalizeOps 3; AlterOpLayout
-# has no counterpart).  dce stands for TVM's RemoveUnusedFunctions (1) and the
+# is target-dependent: runtime/build.py adds it for llvm).  dce stands for TVM's RemoveUnusedFunctions (1) and the
 # dead code TVM's graph form never holds; infer-type runs first, as in TVM.
 PRESETS = {
     "O0": ["infer-type", "simplify-inference", "fuse-ops{opt-level=0}"],
