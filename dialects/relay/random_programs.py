@@ -264,7 +264,9 @@ class _Program:
         self.emit(f"nn.layer_norm({v.name}, {g.name}, {b.name})", v.shape, v.layout)
 
     def op_mean(self):
-        v = self.pick(lambda v: not v.const)
+        v = self.pick(lambda v: not v.const and v.shape)   # a rank-0 value has no axis to reduce
+        if v is None:
+            return self.op_relu()
         axis = len(v.shape) - 1
         shape = v.shape[:-1] + (1,)
         self.emit(f"mean({v.name}) {{axis = [{axis}], keepdims = true}}", shape, v.layout)
@@ -280,7 +282,9 @@ class _Program:
                   tuple(out[a] for a in v.layout), v.layout)
 
     def op_softmax(self):
-        v = self.pick(lambda v: not v.const)
+        v = self.pick(lambda v: not v.const and v.shape)   # softmax needs an axis
+        if v is None:
+            return self.op_relu()
         self.emit(f"nn.softmax({v.name})", v.shape, v.layout)
 
     def op_dropout(self):
