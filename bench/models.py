@@ -205,11 +205,13 @@ def paired_ms(f, g, repeat, rounds=4):
     """(median ms of f, median ms of g, their ratio), f and g timed in
     alternating blocks of repeat/rounds runs, each block after a warm-up
     run.  (Blocks, not single runs: onnxruntime's threads spin on after a
-    run and would steal the cores from the next run of f.)"""
+    run and would steal the cores from the next run of f; a pause before
+    each block lets them go back to sleep.)"""
     tf, tg = [], []
     block = max(1, repeat // rounds)
     for _ in range(rounds):
         for fn, ts in ((f, tf), (g, tg)):
+            time.sleep(0.2)
             fn()
             for _ in range(block):
                 t0 = time.perf_counter()
