@@ -37,6 +37,8 @@ from __future__ import annotations
 import sys
 import time
 
+from .executor import EntrySignature
+
 PHASES = ("import", "parse", "graph", "lower", "codegen", "plan")   # import: a frontend's, timed by its caller
 
 
@@ -76,7 +78,7 @@ def _progress_fn(progress):
     return progress
 
 
-class CompiledModel:
+class CompiledModel(EntrySignature):
     """A compiled module and its executor; ``run``/``run_list`` run the entry."""
 
     def __init__(self, module, entry, mode, executor, interpreted, kernels, phase_times, stats, reason=None):
@@ -93,14 +95,6 @@ class CompiledModel:
     @property
     def entry_op(self):
         return self.module.lookup(self.entry)
-
-    @property
-    def input_names(self):
-        return [a.name or f"arg{i}" for i, a in enumerate(self.entry_op.body.args)]
-
-    @property
-    def input_types(self):
-        return [a.type for a in self.entry_op.body.args]
 
     @property
     def memory_plan(self):

@@ -133,7 +133,19 @@ def interpret_kernel(func_op, args):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-class Executor:
+class EntrySignature:
+    """The entry function's parameters, for anything with an ``entry_op``."""
+
+    @property
+    def input_names(self):
+        return [a.name or f"arg{i}" for i, a in enumerate(self.entry_op.body.args)]
+
+    @property
+    def input_types(self):
+        return [a.type for a in self.entry_op.body.args]
+
+
+class Executor(EntrySignature):
     """Compile a lowered module once, then run its entry function.
 
     A straight-line entry function (the usual case: constants, kernel calls,
@@ -174,14 +186,6 @@ class Executor:
             from .program import Program, straight_line
             if straight_line(module, f):
                 self.program = Program(module, f, self.lib, self.evaluator)
-
-    @property
-    def input_names(self):
-        return [a.name or f"arg{i}" for i, a in enumerate(self.entry_op.body.args)]
-
-    @property
-    def input_types(self):
-        return [a.type for a in self.entry_op.body.args]
 
     @property
     def memory_plan(self):

@@ -60,6 +60,17 @@ def vector_factor(n):
     return next((f for f in (16, 8, 4) if n % f == 0), None)
 
 
+def output_computes(outputs):
+    """The te.compute ops that define `outputs`, once each, in order (a
+    returned parameter has none)."""
+    outs = []
+    for v in outputs:
+        d = v.defining_op()
+        if d is not None and d.name == "te.compute" and d not in outs:
+            outs.append(d)
+    return outs
+
+
 def default_schedule(e, outputs):
     """Append schedule ops to e's block (the te.func body) for `outputs`."""
     from .schedules_gemm import gemm_plan, pack_weight, tile_gemm
@@ -76,11 +87,7 @@ def default_schedule(e, outputs):
             gemms[c] = (mb, nb)
     if packs:
         computes = [op for op in e.block.ops if op.name == "te.compute"]
-    outs = []
-    for v in outputs:
-        d = v.defining_op()
-        if d is not None and d.name == "te.compute" and d not in outs:
-            outs.append(d)
+    outs = output_computes(outputs)
     for c in computes:
         if c not in outs and c.reducer is None:
             if c in packs or is_padding(c, computes):

@@ -61,7 +61,7 @@ not a tree or warp shuffle.
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
-from .schedules import pointwise_consumer
+from .schedules import output_computes, pointwise_consumer
 
 THREADS = 256        # threads per block for 1-d kernels
 WARP = 32            # threads cooperating on one row of a row reduction
@@ -74,11 +74,7 @@ def default_schedule(e, outputs):
     """Append CUDA schedule ops to e's block (the te.func body) for `outputs`."""
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if op.name == "te.compute"]
-    outs = []
-    for v in outputs:
-        d = v.defining_op()
-        if d is not None and d.name == "te.compute" and d not in outs:
-            outs.append(d)
+    outs = output_computes(outputs)
     for c in computes:
         if c not in outs and c.reducer is None:
             s.compute_inline(c.results[0])
