@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/sh
 # CUDA kernels on this machine's GPU: numerics against numpy, then timings
 # (matmul, add+relu, conv2d, softmax, a fused model), one table, one run.
 #
@@ -8,8 +8,8 @@
 # match numpy, 1 a mismatch, 2 no GPU / no pycuda (a message says which).
 # Without a GPU, `bench/gpu_check.py --emulate` runs the same checks on the
 # tir interpreter with tiny shapes.
-set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+set -eu
+here="$(cd "$(dirname "$0")" && pwd)"
 py="${PYTHON:-$here/../.venv/bin/python}"
 [ -x "$py" ] || py="$(command -v python3)"
 if ! "$py" -c 'import pycuda' 2>/dev/null; then

@@ -42,7 +42,7 @@ def test_gpu_sh_without_pycuda_exits_2(tmp_path):
     blocker.mkdir()
     (blocker / "__init__.py").write_text("raise ImportError('no pycuda in this test')\n")
     env = dict(os.environ, PYTHONPATH=str(tmp_path), PYTHON=sys.executable)
-    p = subprocess.run(["bash", os.path.join(BENCH, "gpu.sh")], capture_output=True, text=True, env=env,
+    p = subprocess.run(["sh", os.path.join(BENCH, "gpu.sh")], capture_output=True, text=True, env=env,
                        timeout=120)
     assert p.returncode == 2
     assert "pycuda is not installed" in p.stderr and "GPU" in p.stderr
