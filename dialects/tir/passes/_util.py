@@ -45,23 +45,25 @@ def buffers_read(op) -> set:
     return {o.operands[0] for o in op.walk() if o.name == "tir.load"}
 
 
-def is_inside(op, ancestor) -> bool:
-    """Whether `op` is nested (strictly) inside `ancestor`."""
-    p = op.parent_op
-    while p is not None:
-        if p is ancestor:
-            return True
-        p = p.parent_op
-    return False
-
-
 def defined_inside(v, op) -> bool:
     """Whether value `v` is defined inside `op`'s regions."""
     d = v.defining_op()
     if d is None:
         owner = v.block.parent_op
-        return owner is not None and (owner is op or is_inside(owner, op))
-    return is_inside(d, op)
+        return owner is not None and op.is_ancestor(owner)
+    return d is not op and op.is_ancestor(d)
+
+
+def only_loaded_and_stored(buf) -> bool:
+    """Whether every use of buffer `buf` is a tir.load from it or a tir.store
+    into it (not of it): no call, launch or extern sees the buffer itself."""
+    for u in buf.uses:
+        if u.name == "tir.load" and u.operands[0] is buf:
+            continue
+        if u.name == "tir.store" and u.operands[1] is buf and u.operands[0] is not buf:
+            continue
+        return False
+    return True
 
 
 def depends_on(v, roots, memo=None, depth=0) -> bool:

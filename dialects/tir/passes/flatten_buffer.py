@@ -30,20 +30,14 @@ from dataclasses import dataclass
 from ....ir import types as T
 from ....ir.pass_manager import ModulePass
 from ....ir.rewriter import Rewriter
-from ._util import binop, const, tir_funcs
+from ._util import binop, const, only_loaded_and_stored, tir_funcs
 
 
 def _flattenable(buf) -> bool:
     t = buf.type
     if not isinstance(t, T.MemRefType) or not t.is_static or t.rank == 1:
         return False
-    for u in buf.uses:
-        if u.name == "tir.load" and u.operands[0] is buf:
-            continue
-        if u.name == "tir.store" and u.operands[1] is buf and u.operands[0] is not buf:
-            continue
-        return False
-    return True
+    return only_loaded_and_stored(buf)
 
 
 def _flat_type(t):

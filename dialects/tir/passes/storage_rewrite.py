@@ -39,20 +39,14 @@ from dataclasses import dataclass
 from ....ir import types as T
 from ....ir.pass_manager import ModulePass
 from ....ir.rewriter import Rewriter
-from ._util import binop, child_in, const, tir_funcs
+from ._util import binop, child_in, const, only_loaded_and_stored, tir_funcs
 
 
 def _movable(op) -> bool:
     if op.attributes.get("double_buffer") is not None:
         return False
     buf = op.results[0]
-    for u in buf.uses:
-        if u.name == "tir.load" and u.operands[0] is buf:
-            continue
-        if u.name == "tir.store" and u.operands[1] is buf and u.operands[0] is not buf:
-            continue
-        return False
-    return bool(buf.uses)
+    return bool(buf.uses) and only_loaded_and_stored(buf)
 
 
 def _live_range(block, pos, buf):
