@@ -7,7 +7,7 @@
 Workloads, each lowered from relay (te for softmax) with the default CUDA
 schedules (``--lower-relay-to-te{target=cuda}``), then ``--lower-te-to-tir
 --tir-simplify``, split, synchronised, compiled (NVRTC or nvcc) and run
-through :mod:`tvmd.target.cuda.runner`:
+through :mod:`tvmd.backend.cuda.runner`:
 
 * matmul      nn.dense, 1024 x 1024 x 1024
 * add_relu    add + relu, 16M elements
@@ -246,10 +246,10 @@ def main(argv=None):
         want = reference(kind, text, args)
         m = lower(kind, text)
         if o.emulate:
-            from tvmd.target.cuda.emulator import emulate
+            from tvmd.backend.cuda.emulator import emulate
             lib = emulate(m)
         else:
-            from tvmd.target.cuda.runner import build
+            from tvmd.backend.cuda.runner import build
             lib = build(m, f"cuda -arch={o.arch}")
         seq, got = calls(m, kind, args)
         for fn, a in seq:

@@ -106,7 +106,7 @@ def lower(module, pipeline):
 
 def one_kernel(module):
     """(library, kernel, tir.func) of a module lowered to a single kernel."""
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     funcs = [op for op in module.body.ops if op.name == "tir.func"]
     if len(funcs) != 1:
         raise SystemExit(f"expected one kernel, got {len(funcs)}")

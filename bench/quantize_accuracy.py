@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/quantize_accuracy.py [--inputs 100] [--calib 100] [--width 16] [--seed 0]
 
-The model is tvmd.dialects.relay.passes.quantize.testing.resnet_like: seven
+The model is tvmd.testing.quantize_models.resnet_like: seven
 3x3 conv2d (two residual blocks, two stride-2 convs), global_avg_pool2d and
 a dense head, 32x32 inputs, seeded weights.  It is calibrated on `--calib`
 image-like random inputs (rounded up to whole batches) and evaluated on
@@ -44,7 +44,7 @@ def main():
 
     from tvmd.dialects.relay.interpreter import run_function
     from tvmd.dialects.relay.passes.quantize import quantize
-    from tvmd.dialects.relay.passes.quantize.testing import random_inputs, resnet_like
+    from tvmd.testing.quantize_models import random_inputs, resnet_like
     from tvmd.ir.printer import print_module
     from tvmd.parser import parse_module
 

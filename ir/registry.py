@@ -113,8 +113,8 @@ PASSES: dict[str, tuple[str, str, str]] = {
     "lower-tir": ("tvmd.dialects.tir.passes.pipeline", "LowerTIR",
                   "the standard tir pipeline for a target (simplify, partition, vectorize, unroll, ...)"),
     # failure paths of the pass manager, for its tests (not listed in --help)
-    "test-fail": ("tvmd.ir.test_passes", "TestFail", "report an error at the first op"),
-    "test-crash": ("tvmd.ir.test_passes", "TestCrash", "raise an internal error"),
+    "test-fail": ("tvmd.testing.passes", "TestFail", "report an error at the first op"),
+    "test-crash": ("tvmd.testing.passes", "TestCrash", "raise an internal error"),
 }
 
 HIDDEN_PASSES = frozenset({"test-fail", "test-crash"})

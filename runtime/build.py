@@ -193,8 +193,8 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
         if kernels and str(target).split()[0] == "llvm":
             if report:
                 report("codegen", 0, 0, f"{len(kernels)} kernels (LLVM)")
-            from ..target.llvm import jit
-            from ..target.spec import as_target
+            from ..backend.llvm import jit
+            from ..backend.spec import as_target
             lib = jit.compile(module, as_target(target),
                               opt_level if codegen_opt_level is None else codegen_opt_level)
         times["codegen"] = time.perf_counter() - t0

@@ -163,7 +163,7 @@ class Executor(EntrySignature):
         if isinstance(module, str):
             from ..parser import parse_module
             module = parse_module(module)
-        from ..target.spec import as_target
+        from ..backend.spec import as_target
         self.module = module
         self.target = as_target(target)
         self.entry = entry
@@ -171,10 +171,10 @@ class Executor(EntrySignature):
         funcs = [op for op in module.body.ops if op.name == "tir.func"]
         if funcs and lib is None:
             if self.target.kind == "llvm":
-                from ..target.llvm import jit
+                from ..backend.llvm import jit
                 self.lib = jit.compile(module, self.target, opt_level)
             else:
-                from ..target.cuda.runner import build
+                from ..backend.cuda.runner import build
                 self.lib = build(module, self.target)
         self.evaluator = RelayEvaluator(module, self._call_kernel)
         f = module.lookup(entry)

@@ -7,9 +7,9 @@ import pytest
 
 from tvmd.ir.diagnostics import DiagnosticError
 from tvmd.parser import parse_module
-from tvmd.target.cuda.codegen import float_literal, generate
-from tvmd.target.cuda.compile import CudaCompileError, compile_cuda, find_nvcc, have_compiler
-from tvmd.target.cuda.target import CUDATarget
+from tvmd.backend.cuda.codegen import float_literal, generate
+from tvmd.backend.cuda.compile import CudaCompileError, compile_cuda, find_nvcc, have_compiler
+from tvmd.backend.cuda.target import CUDATarget
 
 KERNELS = os.path.join(os.path.dirname(__file__), "tir_kernels")
 needs_compiler = pytest.mark.skipif(not have_compiler(), reason="no CUDA compiler (nvcc or NVRTC) on this machine")
@@ -150,7 +150,7 @@ def test_shifts_follow_numpy_beyond_the_bit_width(tmp_path):
 
     import numpy as np
 
-    from tvmd.target.cuda.codegen import PRELUDE
+    from tvmd.backend.cuda.codegen import PRELUDE
     src, _ = generate(parse_module("""
 tir.func @sh(%A: memref<64xi32>, %B: memref<64xi32>, %C: memref<64xi32>) {
   tir.for %t = 0 to 64 thread("threadIdx.x") {

@@ -12,7 +12,7 @@ from tvmd.ir.pass_manager import PassManager
 from tvmd.ir.printer import print_module
 from tvmd.ir.verifier import verify
 from tvmd.parser import parse_module
-from tvmd.target.cuda.emulator import emulate
+from tvmd.backend.cuda.emulator import emulate
 
 LIT = os.path.join(os.path.dirname(__file__), "..", "test", "lit", "translate")
 

@@ -1,4 +1,4 @@
-"""The pycuda launcher (target/cuda/runner.py) without a GPU: argument
+"""The pycuda launcher (backend/cuda/runner.py) without a GPU: argument
 marshalling, launch configuration and its limits, host plans, and whole
 calls through a stand-in driver whose kernels are the tir interpreter."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from tvmd.parser import parse_module
-from tvmd.target.abi import signature
-from tvmd.target.cuda.codegen import KernelInfo, generate
-from tvmd.target.cuda.emulator import emulate
-from tvmd.target.cuda.runner import CudaUnavailable, LaunchError, build, host_plan, kernel_args, launch_config
+from tvmd.backend.abi import signature
+from tvmd.backend.cuda.codegen import KernelInfo, generate
+from tvmd.backend.cuda.emulator import emulate
+from tvmd.backend.cuda.runner import CudaUnavailable, LaunchError, build, host_plan, kernel_args, launch_config
 
 DYN = """
 tir.func @dyn(%A: memref<?x8xf32>, %n: index, %s: f32, %B: memref<?x8xf32>) {

@@ -16,8 +16,8 @@ from tvmd.dialects.tir.passes.simplify import Simplify
 from tvmd.ir.pass_manager import PassManager
 from tvmd.ir.verifier import verify
 from tvmd.parser import parse_module
-from tvmd.target.cuda.compile import compile_cuda, have_compiler
-from tvmd.target.cuda.emulator import emulate
+from tvmd.backend.cuda.compile import compile_cuda, have_compiler
+from tvmd.backend.cuda.emulator import emulate
 
 sys.path.insert(0, os.path.dirname(__file__))
 from topi_check import prim, random_input, reference, same  # noqa: E402
@@ -225,7 +225,7 @@ def test_rank0_reduction_runs_on_one_thread():
 
 @needs_compiler
 def test_nvcc_compiles_every_default_schedule():
-    from tvmd.target.cuda.codegen import generate
+    from tvmd.backend.cuda.codegen import generate
     sources = []
     for case in sorted(RELAY_CASES):
         m, _, _ = relay_kernel(RELAY_CASES[case])

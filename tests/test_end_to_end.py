@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tvmd.dialects.relay.interpreter import run_function
-from tvmd.dialects.relay.random_programs import relay_programs
+from tvmd.testing.relay_programs import relay_programs
 from tvmd.ir.pass_manager import PassContext
 from tvmd.ir.printer import print_module
 from tvmd.ir.registry import get_pass_class

@@ -9,8 +9,8 @@ import pytest
 
 from tvmd.ir.diagnostics import DiagnosticError
 from tvmd.parser import parse_module
-from tvmd.target.llvm import jit
-from tvmd.target.spec import TargetError, parse_target
+from tvmd.backend.llvm import jit
+from tvmd.backend.spec import TargetError, parse_target
 
 KERNELS = os.path.join(os.path.dirname(__file__), "tir_kernels")
 ALL = sorted(f for f in os.listdir(KERNELS) if f.endswith(".tir") and f != "shared_reverse.tir")

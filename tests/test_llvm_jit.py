@@ -9,7 +9,7 @@ import pytest
 from tvmd.dialects.tir.interpreter import run as interpret
 from tvmd.parser import parse_module
 from tvmd.runtime.ndarray import empty_aligned
-from tvmd.target.llvm import jit
+from tvmd.backend.llvm import jit
 
 KERNELS = os.path.join(os.path.dirname(__file__), "tir_kernels")
 RNG = np.random.default_rng(11)

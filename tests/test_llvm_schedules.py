@@ -13,7 +13,7 @@ from tvmd.ir.printer import print_module
 from tvmd.ir.registry import get_pass_class
 from tvmd.parser import parse_module
 from tvmd.runtime.executor import allocate_outputs
-from tvmd.target.llvm import jit
+from tvmd.backend.llvm import jit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RNG = np.random.default_rng(5)

@@ -43,7 +43,7 @@ def test_emit_obj_to_file_atomically(tmp_path):
     rc, _, err = translate(ADD, "--emit=obj", "-o", str(out))
     assert rc == 0, err
     assert out.read_bytes()[:4] == b"\x7fELF"
-    from tvmd.target.llvm.jit import load_object
+    from tvmd.backend.llvm.jit import load_object
     assert "add_relu_2d" in load_object(str(out))
     # a failing run leaves the old output alone
     rc, _, _ = translate(os.path.join(KERNELS, "shared_reverse.tir"), "--emit=obj", "-o", str(out))

@@ -1,4 +1,4 @@
-"""The persistent thread pool behind parallel loops (target/llvm/parallel.py).
+"""The persistent thread pool behind parallel loops (backend/llvm/parallel.py).
 
 Every test runs the pool in a fresh interpreter (a subprocess with a
 timeout): a deadlock or a lost wake-up fails the test with a message instead
@@ -34,7 +34,7 @@ import faulthandler, os, random, sys, threading, time
 import numpy as np
 faulthandler.dump_traceback_later(float(os.environ["POOL_DUMP_AFTER"]), exit=True)
 from tvmd.parser import parse_module
-from tvmd.target.llvm import jit
+from tvmd.backend.llvm import jit
 
 SRC = """
 tir.func @accumulate(%A: memref<?xf32>, %C: memref<?xf32>, %n: index) {
@@ -231,7 +231,7 @@ def run_scenario(name, env=None, timeout=TIMEOUT, driver=DRIVER):
         err = ex.stderr or b""
         text = (out.decode() if isinstance(out, bytes) else out) + (err.decode() if isinstance(err, bytes) else err)
         pytest.fail(f"thread-pool scenario '{name}' hung: no exit after {timeout}s "
-                    f"(deadlock or lost wake-up in target/llvm/parallel.py)\n{text[-4000:]}", pytrace=False)
+                    f"(deadlock or lost wake-up in backend/llvm/parallel.py)\n{text[-4000:]}", pytrace=False)
     if p.returncode < 0:
         sig = signal.Signals(-p.returncode).name
         pytest.fail(f"thread-pool scenario '{name}' crashed: killed by {sig}\n{p.stderr[-4000:]}", pytrace=False)
@@ -359,7 +359,7 @@ def test_object_file_pool_in_a_c_program(tmp_path):
     makes many tiny calls, calls it from 9 threads, forks, and exits with the
     workers alive."""
     from tvmd.parser import parse_module
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     src = DRIVER.split('SRC = """')[1].split('"""')[0]
     obj, c, exe = tmp_path / "acc.o", tmp_path / "main.c", tmp_path / "main"
     jit.save_object(parse_module(src), str(obj))

@@ -13,7 +13,7 @@ from tools import tvm_opt  # noqa: E402
 
 from tvmd.dialects.relay.interpreter import run_function  # noqa: E402
 from tvmd.dialects.relay.passes.quantize import Quantize, quantize, run_passes  # noqa: E402
-from tvmd.dialects.relay.passes.quantize.testing import random_inputs, resnet_like  # noqa: E402
+from tvmd.testing.quantize_models import random_inputs, resnet_like  # noqa: E402
 from tvmd.ir import diagnostics as D  # noqa: E402
 from tvmd.ir.pass_manager import PassContext, PassOptionError  # noqa: E402
 from tvmd.ir.printer import print_module  # noqa: E402

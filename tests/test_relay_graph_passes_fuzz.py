@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 
 from tvmd.dialects.relay.interpreter import run_function
-from tvmd.dialects.relay.random_programs import relay_programs
+from tvmd.testing.relay_programs import relay_programs
 from tvmd.ir.pass_manager import PassManager, instantiate, parse_pipeline
 from tvmd.ir.printer import print_module
 from tvmd.ir.registry import PRESETS, get_pass_class

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tvmd.dialects.relay.interpreter import run_function
-from tvmd.dialects.relay.random_programs import relay_programs
+from tvmd.testing.relay_programs import relay_programs
 from tvmd.ir.diagnostics import DiagnosticError
 from tvmd.ir.pass_manager import PassManager, PassOptionError, instantiate, parse_pipeline
 from tvmd.ir.printer import print_module

@@ -80,7 +80,7 @@ def test_split_of_a_symbolic_axis_has_a_tail_guard():
 
 
 def test_compiled_once_runs_for_any_size():
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     lib = jit.compile(lowered(SPLIT))
     rng = np.random.default_rng(4)
     w = rng.standard_normal((8, 4)).astype(np.float32)

@@ -245,7 +245,7 @@ def test_user_reducer(sched):
 
 
 def test_user_reducer_compiles_with_llvm():
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     a = RNG.standard_normal((4, 12)).astype(np.float32)
     m = parse_module(LOGSUMEXP.replace("SCHEDULE", "") + ARG.replace("KIND", "argmax").replace("SCHEDULE", ""))
     PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
@@ -324,7 +324,7 @@ def test_extern_runs_everywhere(sched):
     out, tir = schedule(EXTERN.replace("SCHEDULE", sched), extern_want)
     assert "te.extern_call @reverse_rows(%B, %R)" in out
     assert "%R = tir.alloc : memref<4x6xf32>" in tir
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     m = parse_module(EXTERN.replace("SCHEDULE", sched))
     PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
     a = RNG.standard_normal((4, 6)).astype(np.float32)
@@ -411,7 +411,7 @@ def test_compute_language_index_math_select_casts(sched):
         i = np.arange(6)[:, None]
         return np.where(a > 0, np.sqrt(np.abs(a)), b[i // 2].astype(np.float32)) + (i % 2)
     schedule(LANG.replace("SCHEDULE", sched), want, [a, b])
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     m = parse_module(LANG.replace("SCHEDULE", sched))
     PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
     c = np.zeros((6, 4), np.float32)

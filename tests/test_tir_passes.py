@@ -144,7 +144,7 @@ def load_kernel(path):
 @pytest.mark.parametrize("passes", PASSES)
 @pytest.mark.parametrize("path", KERNELS, ids=KERNEL_IDS)
 def test_pass_preserves_kernel_semantics(path, passes):
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     before = load_kernel(path)
     after = load_kernel(path)
     transform(after, passes)
@@ -200,7 +200,7 @@ def lowered(text):
                                     "tir-lower-intrin{erf=poly},tir-remove-no-op"])
 @pytest.mark.parametrize("case", sorted(TE_CASES))
 def test_lowered_te_against_numpy(case, passes):
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     text, ref = TE_CASES[case]
     m = lowered(text)
     transform(m, passes)
@@ -545,7 +545,7 @@ tir.func @db(%A: memref<8x16xf32>, %B: memref<8x16xf32>) {
 
 
 def test_inject_double_buffer():
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     m = parse_module(DOUBLE)
     assert "tir.alloc {double_buffer} : memref<16xf32, \"local\">" in print_module(m)
     stats = transform(m, "tir-inject-double-buffer")
@@ -673,7 +673,7 @@ TE_DOUBLE = """te.func @mm(%A: tensor<8x16xf32>, %B: tensor<16x8xf32>) -> tensor
 def test_double_buffer_from_te_schedule(passes):
     """te.double_buffer on a cache_read staged per k-tile: the tile for
     ko+1 is loaded while ko computes; numbers against numpy."""
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     m = parse_module(TE_DOUBLE)
     PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
     assert any(o.attributes.get("double_buffer") is not None for o in ops(m, "tir.alloc"))
@@ -818,7 +818,7 @@ def _int_inputs(func, seed, shift_amounts=False):
 def _check_interp_and_jit(text, passes, seed=0, shift_amounts=False):
     """`text` after `passes`, through the interpreter and the LLVM JIT, gives
     what the interpreter gives on `text` unchanged."""
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     before, after = parse_module(text), parse_module(text)
     transform(after, passes)
     f0, f1 = funcs(before)[0], funcs(after)[0]

@@ -375,7 +375,7 @@ def test_llvm_matches_interpreter_on_random_programs(text, n):
     """The same random programs, compiled (before and after simplify): the
     codegen's integer semantics (floordiv, select, unsigned compares, ...)
     against the interpreter's."""
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     want = _run(text, n)
     if isinstance(want, str):
         return   # division by zero: undefined behaviour in compiled code

@@ -329,9 +329,9 @@ def cuda_compiles(funcs):
     from tvmd.conversion.te_to_tir.lower import LowerTEToTIR
     from tvmd.dialects.tir.passes.simplify import Simplify
     from tvmd.ir.pass_manager import PassManager
-    from tvmd.target.cuda.codegen import generate
-    from tvmd.target.cuda.compile import compile_cuda
-    from tvmd.target.cuda.target import CUDATarget
+    from tvmd.backend.cuda.codegen import generate
+    from tvmd.backend.cuda.compile import compile_cuda
+    from tvmd.backend.cuda.target import CUDATarget
 
     text = "".join(prim(params, [body]).replace("@k(", f"@k{i}(") for i, (params, body) in enumerate(funcs))
     m = parse_module(text)
@@ -344,7 +344,7 @@ def cuda_compiles(funcs):
 
 
 def _have_cuda_compiler():
-    from tvmd.target.cuda.compile import have_compiler
+    from tvmd.backend.cuda.compile import have_compiler
     return have_compiler()
 
 

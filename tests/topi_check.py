@@ -73,7 +73,7 @@ def compile_and_run(module, tf_name, args):
     from tvmd.dialects.tir.passes.simplify import Simplify
     from tvmd.ir.pass_manager import PassManager
     from tvmd.runtime.executor import allocate_outputs
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
 
     pm = PassManager([(None, LowerTEToTIR()), (None, Simplify())])
     pm.run(module)

@@ -293,7 +293,7 @@ class Driver(ToolDriver):
 
         from ..runtime.executor import ExecutionError, reference_run
         from ..runtime.program import Profile
-        from ..target.spec import TargetError, parse_target
+        from ..backend.spec import TargetError, parse_target
         try:
             target = parse_target(o.target)
         except TargetError as e:

@@ -31,7 +31,7 @@ Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target cod
                          llvm   LLVM IR text (as generated at -O0, optimised at -O1..-O3)
                          asm    target assembly (default -O3)
                          obj    a relocatable object file (default -O3); tvmd's loader can
-                                run it without the IR (tvmd.target.llvm.jit.load_object)
+                                run it without the IR (tvmd.backend.llvm.jit.load_object)
                          cuda   CUDA C source: a __global__ kernel per device function
                                 (tir-split-host-device outlines them from host functions)
                          ptx    PTX, compiled from the CUDA C (NVRTC or nvcc)
@@ -198,7 +198,7 @@ def import_onnx(o, cl):
 
 
 def resolve_target(o, cl):
-    from ..target.spec import TargetError, parse_target
+    from ..backend.spec import TargetError, parse_target
     want = "cuda" if o.emit in ("cuda", "ptx", "cubin") else "llvm"
     text = o.target if o.target is not None else want
     try:
@@ -253,18 +253,18 @@ class Driver(ToolDriver):
             raise DiagnosticError(FileLoc(fname, 1, 1), "the input has no tir.func to translate "
                                                         "(lower it first: tvm-opt --lower-te-to-tir)")
         if o.emit in ("cuda", "ptx", "cubin"):
-            from ..target.cuda.codegen import generate
+            from ..backend.cuda.codegen import generate
             source, _ = generate(module, target)
             if o.emit == "cuda":
                 return source
-            from ..target.cuda.compile import CudaCompileError, compile_cuda
+            from ..backend.cuda.compile import CudaCompileError, compile_cuda
             try:
                 data = compile_cuda(source, target.arch, o.emit)
             except CudaCompileError as e:
                 raise DiagnosticError(FileLoc(fname, 1, 1), f"CUDA compilation failed: {e}") from None
             return data.decode() if o.emit == "ptx" else data
-        from ..target.llvm import jit
-        from ..target.spec import TargetError
+        from ..backend.llvm import jit
+        from ..backend.spec import TargetError
         try:
             if o.emit == "llvm":
                 return jit.emit_llvm(module, target, 0 if o.opt_level is None else o.opt_level)

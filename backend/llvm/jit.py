@@ -1,6 +1,6 @@
 """Compile tir to machine code: optimise, JIT, emit text/assembly/objects.
 
-    from tvmd.target.llvm import jit
+    from tvmd.backend.llvm import jit
     lib = jit.compile(module_op, "llvm")      # every tir.func in the module
     lib["add_relu"](A, B, C)                  # numpy arrays, checked; C in place
     text = jit.emit_llvm(module_op)           # LLVM IR text (verified)

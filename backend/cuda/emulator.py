@@ -1,7 +1,7 @@
 """Run the CUDA launcher without a GPU: a stand-in for pycuda's driver whose
 kernels are the tir interpreter.
 
-    from tvmd.target.cuda.emulator import emulate
+    from tvmd.backend.cuda.emulator import emulate
     lib = emulate(module_op)          # the same object build() returns, minus the GPU
     lib["softmax"](A, R)
 
@@ -107,7 +107,7 @@ class InterpretedKernel:
 
 
 def emulate(module_op, target="cuda"):
-    """A :class:`~tvmd.target.cuda.runner.CudaModule` whose kernels run on the
+    """A :class:`~tvmd.backend.cuda.runner.CudaModule` whose kernels run on the
     tir interpreter; ``.launches`` lists what was launched, ``.source`` is the
     CUDA C a GPU would compile."""
     from ..llvm.codegen import tir_funcs

@@ -1,7 +1,7 @@
 """A small ResNet-style CNN with seeded weights, for quantization tests and
 bench/quantize_accuracy.py (in the spirit of TVM's relay.testing models).
 
-    from tvmd.dialects.relay.passes.quantize.testing import resnet_like
+    from tvmd.testing.quantize_models import resnet_like
     module = resnet_like(batch=100, width=16, seed=0)     # @main(%x: tensor<100x3x32x32xf32>)
 
 Layers (NCHW, 32x32 inputs, ``width`` = w):
@@ -33,7 +33,7 @@ from __future__ import annotations
 def resnet_like(batch: int = 1, width: int = 16, seed: int = 0, classes: int = 10, spread: float = 0.5):
     """The CNN as a module whose @main takes ``tensor<batch x 3 x 32 x 32 x f32>``."""
     import numpy as np
-    from ...interpreter import run_function
+    from ..dialects.relay.interpreter import run_function
     # the dense head is fitted to the features of reference inputs (zero
     # mean, unit variance per class), so that predictions vary with the input
     ref = random_inputs(1, REFERENCE_BATCH, seed + 1000)[0]
@@ -51,12 +51,12 @@ def _build(batch, width, seed, spread, head):
     """The module; `head` = (weight, bias) of the dense layer, or None for
     the convolutional trunk alone (returning the pooled features)."""
     import numpy as np
-    from .....dialects.builtin.ops import ModuleOp
-    from .....ir import types as T
-    from .....ir.builder import Builder
-    from .....ir.core import Block, Region
-    from .....ir.registry import get_op_class
-    from ...ops.function import ConstantOp, FuncOp, ReturnOp
+    from ..dialects.builtin.ops import ModuleOp
+    from ..ir import types as T
+    from ..ir.builder import Builder
+    from ..ir.core import Block, Region
+    from ..ir.registry import get_op_class
+    from ..dialects.relay.ops.function import ConstantOp, FuncOp, ReturnOp
 
     rng = np.random.default_rng(seed)
     x_type = T.TensorType((batch, 3, 32, 32), T.f32)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .diagnostics import DiagnosticError
-from .pass_manager import ModulePass
+from ..ir.diagnostics import DiagnosticError
+from ..ir.pass_manager import ModulePass
 
 
 def _first_named_op(module):

@@ -1,6 +1,6 @@
 """tir → LLVM IR (llvmlite.ir), one LLVM function per tir.func.
 
-Calling convention: see :mod:`tvmd.target.abi` (buffers are ``ptr noalias
+Calling convention: see :mod:`tvmd.backend.abi` (buffers are ``ptr noalias
 align 64`` to their first element, ``index`` is ``i64``, hidden ``i64``
 dynamic dimensions at the end, outputs written in place, ``void`` result).
 

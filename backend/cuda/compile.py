@@ -1,7 +1,7 @@
 """Compile CUDA C to a cubin or PTX: NVRTC in-process when its library is
 present, else ``nvcc`` (``nvcc -arch=sm_90 -cubin``).
 
-    from tvmd.target.cuda.compile import compile_cuda, have_compiler
+    from tvmd.backend.cuda.compile import compile_cuda, have_compiler
     cubin = compile_cuda(source, arch="sm_90")            # bytes
     ptx = compile_cuda(source, arch="sm_90", output="ptx")
 

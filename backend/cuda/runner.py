@@ -1,6 +1,6 @@
 """Launch compiled CUDA kernels on numpy arrays through pycuda (optional).
 
-    from tvmd.target.cuda.runner import build
+    from tvmd.backend.cuda.runner import build
     lib = build(module_op, "cuda -arch=sm_90")   # prepare + codegen + compile + load
     lib["matmul"](A, B, C)                        # copies in, launches, copies outputs back
 
@@ -10,9 +10,9 @@ when pycuda or a GPU is missing (:class:`CudaUnavailable`).
 What runs where:
 
 * a kernel (a tir.func codegen emits) is called with the arguments of
-  :mod:`tvmd.target.abi`: buffers are copied to fresh device memory, the
+  :mod:`tvmd.backend.abi`: buffers are copied to fresh device memory, the
   hidden dynamic dimensions are filled in from the arrays, grid and block
-  come from the kernel's :class:`~tvmd.target.cuda.codegen.KernelInfo`
+  come from the kernel's :class:`~tvmd.backend.cuda.codegen.KernelInfo`
   (:func:`launch_config`, checked against CUDA's limits), and the output
   buffers are copied back;
 * a host function (made by ``tir-split-host-device``: allocations and

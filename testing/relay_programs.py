@@ -1,6 +1,6 @@
 """Random well-typed relay programs, for property tests of the passes.
 
-    from tvmd.dialects.relay.random_programs import relay_programs
+    from tvmd.testing.relay_programs import relay_programs
     @given(relay_programs())
     def test_pass(prog):
         text, inputs = prog          # relay text of @main (+ helpers), numpy inputs for @main

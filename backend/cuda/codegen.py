@@ -5,7 +5,7 @@
 
 Conventions:
 
-* Parameters follow :mod:`tvmd.target.abi`: buffers are ``T* __restrict__``
+* Parameters follow :mod:`tvmd.backend.abi`: buffers are ``T* __restrict__``
   to the first element, ``index`` is ``long long``, hidden ``long long``
   dynamic dimensions come last.
 * A loop bound to ``blockIdx.*`` / ``threadIdx.*`` is not a loop: its
