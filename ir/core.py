@@ -172,7 +172,11 @@ class Operation:
     RESULTS: ClassVar[tuple | None] = None
     ATTRS: ClassVar[dict] = {}
     NUM_REGIONS: ClassVar[int | None] = None
-    # the parse rule keyword this op prints with; None means generic form only
+    # the declarative custom syntax (ir/assembly_format.py); None: the class
+    # prints with its own print_custom, or in the generic form only
+    ASSEMBLY_FORMAT: ClassVar[str | None] = None
+    # False only on the classes unregistered_op_class makes for ops no dialect
+    # defines (--allow-unregistered-dialect): they stay out of OP_CLASSES
     registered: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kw):
@@ -190,6 +194,9 @@ class Operation:
                     setattr(cls, pn, property(lambda self, an=an: self.attributes[an]))
         if d.get("name") and cls.registered:
             OP_CLASSES[cls.name] = cls
+        if cls.ASSEMBLY_FORMAT is not None:
+            from .assembly_format import attach_format
+            attach_format(cls)
 
     def __init__(self, operands=(), result_types=(), attributes=None, regions=(),
                  loc: Location = UNKNOWN):

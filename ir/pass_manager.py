@@ -1,14 +1,27 @@
 """Passes, pipelines and the pass manager.
 
-A pass is a dataclass whose fields are its options::
+A pass is a dataclass whose fields are its options.  Like MLIR's
+``OperationPass<OpT>``, a pass class says which op it runs on (``OP``);
+its docstring's first line is its one-line summary (``--list-passes``), and
+each option carries its help text::
 
     @dataclass
-    class FuseOps(ModulePass):
-        NAME = "fuse-ops"
-        max_depth: int = 256
-        opt_level: int = 2
+    class Unroll(ModulePass):
+        \"\"\"Unroll loops marked unrolled (and small constant loops).\"\"\"
 
-        def run(self, module, ctx): ...
+        NAME = "tir-unroll"
+        OP = "tir.func"
+        max_step: int = option(64, "unroll an unrolled loop of at most this many steps")
+
+        def run_on(self, func, ctx): ...
+
+``OP`` is an op name (or a tuple of names) for a pass that works one op at
+a time: it implements ``run_on(op, ctx)``, and ``run(module, ctx)`` runs
+that on each such op of the module (a pass may override ``run`` to do
+module-wide work around it).  ``OP = "builtin.module"`` (the default) is a
+pass that must see the whole module (it adds or removes functions, or
+follows calls): it implements ``run``.  ``OP = ANY`` is op-agnostic: it runs
+on whatever op it is given.
 
 Option text follows MLIR: ``--fuse-ops='max-depth=8 opt-level=1'`` on the
 command line, ``fuse-ops{max-depth=8}`` in a pipeline; list values are
@@ -21,10 +34,13 @@ Pipeline grammar (``--pass-pipeline``)::
     pipeline := element ("," element)*
     element  := NAME ["{" options "}"] | ANCHOR "(" pipeline ")"
 
-An anchor (``builtin.module(...)``, ``relay.func(...)``) runs the nested
-pipeline on each op of that name; a module pass nested under a function
-anchor runs once per function on a module holding just that function's
-context.
+An anchor (``builtin.module(...)``, ``relay.func(...)``, ``tir.func(...)``)
+runs the nested pipeline on each op of that name in the module.  The anchors
+a pipeline may name are ``builtin.module`` and the ops registered passes
+declare; nesting a pass under an op it does not run on (a tir pass under
+``relay.func``, or a whole-module pass under any function) is an error at
+that pass's position in the pipeline text.  A function pass written at the
+top level runs on every function of its kind (MLIR's implicit nesting).
 """
 
 from __future__ import annotations
@@ -47,20 +63,94 @@ class PassOptionError(Exception):
         self.offset = offset
 
 
+MODULE = "builtin.module"
+ANY = "*"            # OP of an op-agnostic pass
+
+
+def option(default, help: str, **kw):
+    """A pass option: a dataclass field with its ``--list-passes`` help.
+    A list or dict default is copied for each instance."""
+    meta = {"help": help}
+    if isinstance(default, (list, dict, set)):
+        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta, **kw)
+    return dataclasses.field(default=default, metadata=meta, **kw)
+
+
 @dataclass
-class ModulePass:
+class Pass:
+    """Base class of every pass (see the module docstring)."""
+
     NAME: ClassVar[str] = ""
+    OP: ClassVar[str | tuple[str, ...] | None] = MODULE
     EXTRA_OPTIONS: ClassVar[str | None] = None
+    # help for the KEY=VALUE entries EXTRA_OPTIONS collects
+    EXTRA_OPTIONS_HELP: ClassVar[str] = ""
+
+    # -- what it runs on ---------------------------------------------------------
+
+    @classmethod
+    def anchor_ops(cls) -> tuple[str, ...]:
+        """The op names this pass runs on (``("builtin.module",)`` for a
+        whole-module pass, ``("*",)`` for an op-agnostic one)."""
+        op = cls.OP
+        if op is None:
+            return (MODULE,)
+        return (op,) if isinstance(op, str) else tuple(op)
+
+    @classmethod
+    def runs_on(cls, anchor: str) -> bool:
+        """May this pass be nested under `anchor`?"""
+        ops = cls.anchor_ops()
+        return ANY in ops or anchor in ops
+
+    @classmethod
+    def is_module_pass(cls) -> bool:
+        return cls.anchor_ops() == (MODULE,)
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the class docstring (MLIR's pass summary)."""
+        doc = cls.__dict__.get("__doc__") or ""
+        if doc.startswith(cls.__name__ + "("):   # dataclass's generated signature
+            return ""
+        return doc.strip().split("\n", 1)[0].strip().rstrip(".")
 
     def run(self, module, ctx: "PassContext"):
-        raise NotImplementedError
+        """Run on the whole module: by default ``run_on`` each op of the
+        pass's anchor kind in it (the module itself for an op-agnostic pass)."""
+        ops = self.anchor_ops()
+        if ANY in ops:
+            return self.run_on(module, ctx)
+        if ops == (MODULE,):
+            raise NotImplementedError(f"pass '{self.NAME}' implements neither run nor run_on")
+        for op in list(module.body.ops):
+            if op.name in ops and op.parent is not None:
+                self.run_on(op, ctx)
+
+    def run_on(self, op, ctx: "PassContext"):
+        """Run on one op of the pass's anchor kind; a whole-module pass runs
+        on a module."""
+        if op.name == MODULE and self.is_module_pass():
+            return self.run(op, ctx)
+        raise NotImplementedError(f"pass '{self.NAME}' does not run on '{op.name}'")
 
     # -- options ---------------------------------------------------------------
 
     @classmethod
     def option_fields(cls):
+        """[(field name, type, dataclasses.Field)] of the pass's options."""
         hints = typing.get_type_hints(cls)
         return [(f.name, hints[f.name], f) for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def options_help(cls):
+        """[(option name, type text, default, help)] for ``--list-passes``."""
+        out = []
+        for name, typ, f in cls.option_fields():
+            if name == cls.EXTRA_OPTIONS:
+                continue
+            out.append((name.replace("_", "-"), type_text(typ), field_default(f), f.metadata.get("help", "")))
+        return out
 
     @classmethod
     def from_options(cls, text: str, base_offset: int = 0):
@@ -97,9 +187,7 @@ class ModulePass:
         parts = []
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-            if v == default:
+            if v == field_default(f):
                 continue
             if f.name == self.EXTRA_OPTIONS:
                 parts.extend(f"{k}={x}" for k, x in v.items())
@@ -110,6 +198,30 @@ class ModulePass:
     def pipeline_text(self) -> str:
         o = self.options_text()
         return f"{self.NAME}{{{o}}}" if o else self.NAME
+
+
+ModulePass = Pass      # the name every pass module imports
+
+
+def field_default(f):
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def type_text(typ) -> str:
+    """An option type as the user writes it: int, bool, str, list<int>, ..."""
+    origin = typing.get_origin(typ)
+    if origin in (list, tuple):
+        return f"list<{type_text(typing.get_args(typ)[0])}>"
+    if origin is dict:
+        return "KEY=VALUE,..."
+    args = [a for a in typing.get_args(typ) if a is not type(None)]
+    if args and origin is not None:
+        return type_text(args[0])
+    return getattr(typ, "__name__", str(typ))
 
 
 def split_options(text: str):
@@ -287,24 +399,73 @@ def parse_pipeline(text: str) -> list[PipelineElement]:
     return els
 
 
-ANCHORS = {"builtin.module", "relay.func", "te.func", "tir.func"}
+def pipeline_anchors(registry_get) -> set[str]:
+    """The ops a pipeline may nest on: builtin.module and every op a
+    registered pass declares.  Imports every pass: only for errors."""
+    from .registry import PASSES
+    out = {MODULE}
+    for name in PASSES:
+        try:
+            cls = registry_get(name)
+        except RuntimeError:
+            continue
+        if cls is not None:
+            out.update(x for x in cls.anchor_ops() if x != ANY)
+    return out
 
 
-def instantiate(elements, registry_get) -> list:
-    """Pipeline elements -> [(anchor or None, pass)]."""
+def nesting_error(cls, anchor: str) -> str:
+    ops = cls.anchor_ops()
+    if ops == (MODULE,):
+        return (f"pass '{cls.NAME}' runs on the whole module ('builtin.module') and cannot be "
+                f"nested under '{anchor}'")
+    kinds = " or ".join(f"'{x}'" for x in ops)
+    fix = f"; write '{ops[0]}({cls.NAME})'" if len(ops) == 1 else ""
+    return f"pass '{cls.NAME}' runs on {kinds} ops and cannot be nested under '{anchor}'{fix}"
+
+
+def _check_anchor(el, registry_get):
+    """Is `el.name` an op a pipeline can nest on?  Cheap when a pass nested
+    in it declares it; otherwise ask every registered pass."""
+    for sub in el.nested:
+        if sub.nested is None:
+            try:
+                cls = registry_get(sub.name)
+            except RuntimeError:
+                cls = None
+            if cls is not None and el.name in cls.anchor_ops():
+                return
+    anchors = pipeline_anchors(registry_get)
+    if el.name not in anchors:
+        raise PassOptionError(f"'{el.name}' is not an op a pipeline can nest on "
+                              f"(one of {', '.join(sorted(anchors))})", el.offset)
+
+
+def instantiate(elements, registry_get, anchor: str | None = None) -> list:
+    """Pipeline elements -> [(anchor or None, pass)]: the anchor is the op
+    name the pass is nested under (None: the module).  Raises
+    PassOptionError at an unknown pass or anchor, a bad option, or a pass
+    nested under an op it does not run on."""
     out = []
     for el in elements:
         if el.nested is not None:
-            if el.name not in ANCHORS:
-                raise PassOptionError(f"'{el.name}' is not an op a pipeline can nest on "
-                                      f"(one of {', '.join(sorted(ANCHORS))})", el.offset)
-            for anchor, p in instantiate(el.nested, registry_get):
-                out.append((anchor or (None if el.name == "builtin.module" else el.name), p))
+            if el.name == MODULE:
+                if anchor is not None:
+                    raise PassOptionError(f"'builtin.module' cannot be nested under '{anchor}'", el.offset)
+                out.extend(instantiate(el.nested, registry_get, None))
+                continue
+            _check_anchor(el, registry_get)
+            if anchor is not None:
+                raise PassOptionError(f"'{el.name}' cannot be nested under '{anchor}': a function anchor "
+                                      "nests only directly under builtin.module", el.offset)
+            out.extend(instantiate(el.nested, registry_get, el.name))
             continue
         cls = registry_get(el.name)
         if cls is None:
             raise PassOptionError(f"'{el.name}' does not refer to a registered pass", el.offset)
-        out.append((None, cls.from_options(el.options, el.options_offset)))
+        if anchor is not None and not cls.runs_on(anchor):
+            raise PassOptionError(nesting_error(cls, anchor), el.offset)
+        out.append((anchor, cls.from_options(el.options, el.options_offset)))
     return out
 
 
@@ -417,12 +578,10 @@ class InvalidIRError(Exception):
 
 
 def run_anchored(p, anchor, module, ctx):
-    """Run `p` on each op named `anchor` in the module: the pass's
-    ``run_on(op, ctx)`` when it has one, else an error."""
-    runner = getattr(p, "run_on", None)
-    if runner is None:
-        raise DiagnosticError(FileLoc("<pass-pipeline>", 1, 1),
-                              f"pass '{p.NAME}' runs on a whole module and cannot be nested under '{anchor}'")
+    """Run `p` on each op named `anchor` at the top of the module (the
+    pass's ``run_on``)."""
+    if not p.runs_on(anchor):
+        raise DiagnosticError(FileLoc("<pass-pipeline>", 1, 1), nesting_error(type(p), anchor))
     for op in list(module.body.ops):
-        if op.name == anchor:
-            runner(op, ctx)
+        if op.name == anchor and op.parent is not None:
+            p.run_on(op, ctx)

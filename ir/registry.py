@@ -1,8 +1,9 @@
 """Registries of dialects, ops and passes, all imported lazily.
 
 Nothing here imports a dialect or a pass until it is asked for, so the
-drivers start fast: ``tvm-opt --help`` lists the passes from the table
-below without importing any of them.
+drivers start fast: ``tvm-opt --help`` lists the pass names from the table
+below without importing any of them (``--list-passes`` imports the classes,
+where each pass's summary, anchor op and options live).
 """
 
 from __future__ import annotations
@@ -49,72 +50,46 @@ def get_op_class(name: str):
 
 
 # -- passes -------------------------------------------------------------------
-# name -> (module, class name, one-line summary).  The summary is here, not
-# only in the pass's docstring, so that --help needs no imports.
+# name -> (module, class name).  Everything else about a pass -- its summary
+# (the first line of its docstring), the op it runs on (OP) and its options
+# with their help -- lives on its class; `--help` lists only these names,
+# grouped by dialect, and `--list-passes` imports the classes.
 
-PASSES: dict[str, tuple[str, str, str]] = {
+PASSES: dict[str, tuple[str, str]] = {
     # relay
-    "infer-type": ("tvmd.dialects.relay.passes.infer_type", "InferType",
-                   "infer and check the type of every relay value"),
-    "fuse-ops": ("tvmd.dialects.relay.passes.fuse_ops", "FuseOps",
-                 "fuse relay ops into primitive functions, one kernel each"),
-    "convert-layout": ("tvmd.dialects.relay.passes.convert_layout", "ConvertLayout",
-                       "convert conv2d data layouts (e.g. nn.conv2d=NHWC), transforming only at boundaries"),
-    "alter-op-layout": ("tvmd.dialects.relay.passes.alter_op_layout", "AlterOpLayout",
-                        "transpose constant dense weights for the llvm GEMM schedule (dense -> matmul)"),
-    "fold-constant": ("tvmd.dialects.relay.passes.fold_constant", "FoldConstant",
-                      "evaluate subgraphs whose inputs are all constants"),
-    "dce": ("tvmd.dialects.relay.passes.dce", "DeadCodeElimination",
-            "remove unused pure ops and unreachable private functions"),
-    "cse": ("tvmd.dialects.relay.passes.cse", "CommonSubexprElimination",
-            "merge identical pure ops"),
-    "canonicalize": ("tvmd.dialects.relay.passes.canonicalize", "Canonicalize",
-                     "fold and apply each op's canonicalization patterns"),
-    "simplify-inference": ("tvmd.dialects.relay.passes.simplify_inference", "SimplifyInference",
-                           "rewrite batch_norm, dropout and the norms for inference"),
-    "fold-scale-axis": ("tvmd.dialects.relay.passes.fold_scale_axis", "FoldScaleAxis",
-                        "fold per-channel scales into conv2d/dense weights"),
-    "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize",
-                 "quantize to int8: annotate, calibrate, realize (qnn, then integer ops)"),
-    "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize",
-                         "lower qnn ops to relay integer arithmetic (TVM's qnn CanonicalizeOps)"),
-    "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph",
-                      "write a Graphviz picture of each function's dataflow"),
+    "infer-type": ("tvmd.dialects.relay.passes.infer_type", "InferType"),
+    "fuse-ops": ("tvmd.dialects.relay.passes.fuse_ops", "FuseOps"),
+    "convert-layout": ("tvmd.dialects.relay.passes.convert_layout", "ConvertLayout"),
+    "alter-op-layout": ("tvmd.dialects.relay.passes.alter_op_layout", "AlterOpLayout"),
+    "fold-constant": ("tvmd.dialects.relay.passes.fold_constant", "FoldConstant"),
+    "dce": ("tvmd.dialects.relay.passes.dce", "DeadCodeElimination"),
+    "cse": ("tvmd.dialects.relay.passes.cse", "CommonSubexprElimination"),
+    "canonicalize": ("tvmd.dialects.relay.passes.canonicalize", "Canonicalize"),
+    "simplify-inference": ("tvmd.dialects.relay.passes.simplify_inference", "SimplifyInference"),
+    "fold-scale-axis": ("tvmd.dialects.relay.passes.fold_scale_axis", "FoldScaleAxis"),
+    "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize"),
+    "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize"),
+    "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph"),
     # conversions
-    "lower-relay-to-te": ("tvmd.conversion.relay_to_te.pass_", "LowerRelayToTE",
-                          "lower each primitive relay function to a te function with a default schedule"),
-    "apply-schedule": ("tvmd.conversion.te_to_tir.apply_schedule", "ApplySchedule",
-                       "carry out te schedule ops: each te function becomes explicit loop nests"),
-    "lower-te-to-tir": ("tvmd.conversion.te_to_tir.lower", "LowerTEToTIR",
-                        "turn scheduled te functions into tir functions over buffers"),
+    "lower-relay-to-te": ("tvmd.conversion.relay_to_te.pass_", "LowerRelayToTE"),
+    "apply-schedule": ("tvmd.conversion.te_to_tir.apply_schedule", "ApplySchedule"),
+    "lower-te-to-tir": ("tvmd.conversion.te_to_tir.lower", "LowerTEToTIR"),
     # tir
-    "tir-simplify": ("tvmd.dialects.tir.passes.simplify", "Simplify",
-                     "fold constants and simplify index arithmetic in tir"),
-    "tir-flatten-buffer": ("tvmd.dialects.tir.passes.flatten_buffer", "FlattenBuffer",
-                           "flatten n-d buffer accesses to 1-d"),
-    "tir-loop-partition": ("tvmd.dialects.tir.passes.loop_partition", "LoopPartition",
-                           "split loops so guards vanish from the main part"),
-    "tir-vectorize": ("tvmd.dialects.tir.passes.vectorize", "Vectorize",
-                      "turn vectorized loops into vector operations"),
-    "tir-unroll": ("tvmd.dialects.tir.passes.unroll", "Unroll",
-                   "unroll loops marked unrolled (and small constant loops)"),
-    "tir-remove-no-op": ("tvmd.dialects.tir.passes.remove_no_op", "RemoveNoOp",
-                         "remove loops and ifs that do nothing"),
-    "tir-storage-rewrite": ("tvmd.dialects.tir.passes.storage_rewrite", "StorageRewrite",
-                            "share and shrink intermediate allocations"),
-    "tir-lower-intrin": ("tvmd.dialects.tir.passes.lower_intrin", "LowerIntrin",
-                         "lower intrinsics the target lacks to arithmetic"),
-    "tir-inject-double-buffer": ("tvmd.dialects.tir.passes.double_buffer", "InjectDoubleBuffer",
-                                 "double-buffer allocations marked double_buffer"),
-    "tir-split-host-device": ("tvmd.dialects.tir.passes.split_host_device", "SplitHostDevice",
-                              "split thread-bound parts into device kernels"),
-    "tir-thread-sync": ("tvmd.dialects.tir.passes.thread_sync", "ThreadSync",
-                        "insert barriers around shared-memory accesses"),
-    "lower-tir": ("tvmd.dialects.tir.passes.pipeline", "LowerTIR",
-                  "the standard tir pipeline for a target (simplify, partition, vectorize, unroll, ...)"),
+    "tir-simplify": ("tvmd.dialects.tir.passes.simplify", "Simplify"),
+    "tir-flatten-buffer": ("tvmd.dialects.tir.passes.flatten_buffer", "FlattenBuffer"),
+    "tir-loop-partition": ("tvmd.dialects.tir.passes.loop_partition", "LoopPartition"),
+    "tir-vectorize": ("tvmd.dialects.tir.passes.vectorize", "Vectorize"),
+    "tir-unroll": ("tvmd.dialects.tir.passes.unroll", "Unroll"),
+    "tir-remove-no-op": ("tvmd.dialects.tir.passes.remove_no_op", "RemoveNoOp"),
+    "tir-storage-rewrite": ("tvmd.dialects.tir.passes.storage_rewrite", "StorageRewrite"),
+    "tir-lower-intrin": ("tvmd.dialects.tir.passes.lower_intrin", "LowerIntrin"),
+    "tir-inject-double-buffer": ("tvmd.dialects.tir.passes.double_buffer", "InjectDoubleBuffer"),
+    "tir-split-host-device": ("tvmd.dialects.tir.passes.split_host_device", "SplitHostDevice"),
+    "tir-thread-sync": ("tvmd.dialects.tir.passes.thread_sync", "ThreadSync"),
+    "lower-tir": ("tvmd.dialects.tir.passes.pipeline", "LowerTIR"),
     # failure paths of the pass manager, for its tests (not listed in --help)
-    "test-fail": ("tvmd.testing.passes", "TestFail", "report an error at the first op"),
-    "test-crash": ("tvmd.testing.passes", "TestCrash", "raise an internal error"),
+    "test-fail": ("tvmd.testing.passes", "TestFail"),
+    "test-crash": ("tvmd.testing.passes", "TestCrash"),
 }
 
 HIDDEN_PASSES = frozenset({"test-fail", "test-crash"})
@@ -132,6 +107,15 @@ PRESETS = {
     "O3": ["infer-type", "simplify-inference", "cse", "fold-constant", "fold-scale-axis",
            "canonicalize", "fold-constant", "dce", "fuse-ops{opt-level=3}"],
 }
+
+
+def pass_group(name: str) -> str:
+    """The dialect (or 'conversion') a registered pass belongs to, from
+    where its module lives: for grouping --help without imports."""
+    parts = PASSES[name][0].split(".")
+    if parts[1] == "dialects":
+        return parts[2]
+    return parts[1]
 
 
 def get_pass_class(name: str):

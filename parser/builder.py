@@ -479,3 +479,126 @@ def _terminator(self, c, keyword):
 
 CoreBuilder.return_op = lambda self, c: _terminator(self, c, "return")
 CoreBuilder.yield_op = lambda self, c: _terminator(self, c, "yield")
+
+
+# -- declarative assembly formats (ir/assembly_format.py) ------------------------
+
+def _attr_from_token(tok, form):
+    """The attribute value a literal token of `form` denotes."""
+    s = str(tok)
+    if form == "keyword":
+        return s
+    if form == "string":
+        return unquote(s)
+    if form == "symbol":
+        s = s[1:]
+        return SymbolRef(unquote(s) if s.startswith('"') else s)
+    t = tok.type
+    if t == "INT":
+        v = int(s, 16) if "x" in s else int(s)
+        return float(v) if form == "float" else v
+    if t == "FMT_BOOL":
+        return s == "true"
+    return float(s)
+
+
+def format_callback(fmt, classes):
+    """The parse callback for one generated rule: the ops `classes` share
+    the format shape `fmt`.  It reads the children Lark hands it in the
+    order of ``fmt.steps``, resolves operands (an error at the operand's
+    token), checks written operand types, builds the op, and infers the
+    result types the format does not write (``infer_types``)."""
+    from ..ir.assembly_format import Group
+    from ..ir.core import OpResult
+
+    by_name = {c.name: c for c in classes}
+    single = classes[0] if len(classes) == 1 else None
+    steps = fmt.steps
+    groups = [sub for _, sub in fmt.groups]
+    n_slots = len(fmt.operand_names)
+    var = fmt.variadic_slot
+    n_results = len(fmt.result_names)
+    infer = fmt.infer
+    consumed = fmt.consumed
+
+    def run(self, steps, c, i, vals, toks, rtypes, attrs, checks):
+        n = len(c)
+        for kind, arg in steps:
+            if kind == "operand":
+                t = c[i]
+                vals[arg] = self.use(t)
+                toks[arg] = t
+                i += 1
+            elif kind == "type":
+                of, k = arg
+                if of == "result":
+                    rtypes[k] = c[i]
+                else:
+                    checks.append((k, c[i]))
+                i += 1
+            elif kind == "attr-dict":
+                if i < n and type(c[i]) is dict:
+                    for key, v in c[i].items():
+                        if key in consumed:
+                            raise self.err(c[0], f"attribute '{key}' is written in the op's syntax, "
+                                                 "not in its attribute dictionary")
+                        attrs[key] = v
+                    i += 1
+            elif kind == "attr":
+                name, form = arg
+                attrs[name] = _attr_from_token(c[i], form)
+                i += 1
+            elif kind == "oplist":
+                vals[arg] = self.uses_in(c[i])
+                i += 1
+            elif kind == "opvar":
+                vs = []
+                while i < n and isinstance(c[i], Token) and c[i].type == "VALUE":
+                    vs.append(self.use(c[i]))
+                    i += 1
+                vals[arg] = vs
+            else:  # group
+                if i < n and type(c[i]) is Group:
+                    run(self, groups[arg], c[i].children, 0, vals, toks, rtypes, attrs, checks)
+                    i += 1
+        return i
+
+    def callback(self, c):
+        tok = c[0]
+        cls = single or by_name[tok]
+        vals = [None] * n_slots
+        toks = [None] * n_slots
+        rtypes = [None] * n_results
+        attrs = {}
+        checks = []
+        run(self, steps, c, 1, vals, toks, rtypes, attrs, checks)
+        for k, t in checks:
+            v = vals[k]
+            if v.type is not t:
+                raise self.err(toks[k], f"'{toks[k]}' has type {v.type}, not {t}")
+        if var >= 0:
+            operands = vals[:var]
+            operands.extend(vals[var] or ())
+        else:
+            operands = vals
+        hook = getattr(cls, "coerce_parsed_attrs", None)
+        if hook is not None:
+            attrs = hook(attrs, rtypes)
+        if not infer:
+            return self.make_op(cls, operands, rtypes, attrs or None, (), tok)
+        op = self.make_op(cls, operands, (), attrs or None, (), tok)
+        try:
+            types = op.infer_types()
+        except DiagnosticError:
+            raise
+        except (ValueError, TypeError) as e:
+            raise self.err(tok, str(e)) from None
+        op.results = [OpResult(t, op, i) for i, t in enumerate(types)]
+        return op
+
+    return callback
+
+
+def group_callback(self, c):
+    from ..ir.assembly_format import Group
+    return Group(c)

@@ -32,7 +32,8 @@ _DESCRIBE = {
 }
 
 
-_OP_PREFIXES = ("ARITH_", "TIR_", "TE_", "RELAY_")
+# FMT_: the op-name terminals generated from assembly formats (parser/grammar.py)
+_OP_PREFIXES = ("ARITH_", "TIR_", "TE_", "RELAY_", "FMT_")
 
 
 def _describe(name, terminals):

@@ -1,10 +1,15 @@
 """Assembly of the full grammar and the Lark parser, built once per process.
 
-The grammar is ``core.lark`` followed by each dialect's ``.lark``; the rule
-``custom_op`` is written here as the alternation of every dialect's op rules
-(each dialect's ``syntax.OP_RULES``).  The callback class is CoreBuilder
-mixed with each dialect's ``syntax.Syntax``.  Lark caches its LALR tables on
-disk keyed by the grammar's hash, so only the first run pays to build them.
+The grammar is ``core.lark`` followed by each dialect's ``.lark`` and the
+rules generated from the ops' declarative assembly formats
+(``ASSEMBLY_FORMAT``, ir/assembly_format.py); the rule ``custom_op`` is
+written here as the alternation of every dialect's hand-written op rules
+(each dialect's ``syntax.OP_RULES``) and the generated ones.  Ops whose
+formats have one shape share a generated rule, whose op-name terminal is the
+alternation of their names.  The callback class is CoreBuilder mixed with
+each dialect's ``syntax.Syntax``, plus one callback per generated rule.
+Lark caches its LALR tables on disk keyed by the grammar's hash, so only the
+first run pays to build them.
 """
 
 from __future__ import annotations
@@ -32,15 +37,81 @@ def _syntax_modules():
     return mods
 
 
-def grammar_text(mods) -> str:
+def format_ops(mods):
+    """The registered op classes of the dialects `mods` that have an
+    assembly format, sorted by name (so the grammar, and its cache key, is
+    the same in every process)."""
+    from ..ir.core import OP_CLASSES
+    pkgs = tuple(m.__name__.rsplit(".", 1)[0] + "." for m in mods)
+    ops = [c for c in OP_CLASSES.values()
+           if getattr(c, "_assembly_format", None) is not None and c.ASSEMBLY_FORMAT is not None
+           and c.__module__.startswith(pkgs)]
+    return sorted(ops, key=lambda c: c.name)
+
+
+def format_rules(classes):
+    """Group `classes` by format shape: [(rule name, format, [classes])]."""
+    shapes = {}
+    for c in classes:
+        shapes.setdefault(c._assembly_format.key, []).append(c)
+    out = []
+    counts = {}
+    for group in shapes.values():
+        dialect = group[0].name.split(".", 1)[0]
+        k = counts.get(dialect, 0)
+        counts[dialect] = k + 1
+        out.append((f"fmt_{dialect}_{k}", group[0]._assembly_format, group))
+    return out
+
+
+def format_grammar(rules) -> tuple[str, list]:
+    """The generated grammar text for `rules`, and the rule names for
+    ``custom_op``."""
+    import re
+    lines = ["// ---- generated from the ops' ASSEMBLY_FORMAT (parser/grammar.py) ----"]
+    names = []
+    for rule, fmt, classes in rules:
+        term = rule.upper()
+        body = fmt.grammar
+        for k, (gbody, _) in enumerate(fmt.groups):
+            lines.append(f"{rule}_g{k}: {gbody}")
+            body = body.replace("{group%d}" % k, f"{rule}_g{k}")
+        lines.append(f"{rule}: {term} {body}".rstrip())
+        alts = "|".join(re.escape(c.name) for c in classes)
+        # priority 4: an op name wins over relay's bare operator names
+        lines.append(f"{term}.4: /(?:{alts})(?![\\w.])/")
+        names.append(rule)
+    lines.append("_fmt_number: INT | FLOAT | SPECIAL_FLOAT")
+    lines.append("_fmt_scalar: INT | FLOAT | SPECIAL_FLOAT | FMT_BOOL")
+    lines.append('FMT_BOOL: "true" | "false"')
+    return "\n".join(lines) + "\n", names
+
+
+def format_callbacks(rules) -> dict:
+    from .builder import format_callback, group_callback
+    cbs = {}
+    for rule, fmt, classes in rules:
+        cbs[rule] = format_callback(fmt, classes)
+        for k in range(len(fmt.groups)):
+            cbs[f"{rule}_g{k}"] = group_callback
+    return cbs
+
+
+def grammar_text(mods, rules=None) -> str:
     here = os.path.dirname(__file__)
     parts = [open(os.path.join(here, "core.lark"), encoding="utf-8").read()]
-    rules = []
+    op_rules = []
     for m in mods:
         path = os.path.join(os.path.dirname(m.__file__), m.GRAMMAR)
         parts.append(f"// ---- {m.__name__} ----\n" + open(path, encoding="utf-8").read())
-        rules.extend(m.OP_RULES)
-    parts.append("?custom_op: " + " | ".join(rules) + "\n" if rules else "custom_op: \"\\x00never\"\n")
+        op_rules.extend(m.OP_RULES)
+    if rules is None:
+        rules = format_rules(format_ops(mods))
+    if rules:
+        text, names = format_grammar(rules)
+        parts.append(text)
+        op_rules.extend(names)
+    parts.append("?custom_op: " + " | ".join(op_rules) + "\n" if op_rules else "custom_op: \"\\x00never\"\n")
     return "\n".join(parts)
 
 
@@ -72,12 +143,13 @@ class Parser:
         mods = _syntax_modules()
         from .builder import CoreBuilder
         bases = tuple(m.Syntax for m in mods if hasattr(m, "Syntax")) + (CoreBuilder,)
-        Builder = type("Builder", bases, {})
+        rules = format_rules(format_ops(mods))
+        Builder = type("Builder", bases, format_callbacks(rules))
         self.builder = Builder()
         self.depth = _Depth()
         callbacks = {n: self.depth.open for n in _OPEN}
         callbacks.update({n: self.depth.close for n in _CLOSE})
-        self.text = grammar_text(mods)
+        self.text = grammar_text(mods, rules)
         from .lexer import FastContextualLexer
         self.lark = Lark(self.text, parser="lalr", lexer="contextual", transformer=self.builder,
                          maybe_placeholders=False, cache=True, lexer_callbacks=callbacks,

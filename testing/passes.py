@@ -1,5 +1,7 @@
 """Passes that exist to test the pass manager's failure paths (as MLIR's
-``-test-*`` passes do).  They are registered but not listed in --help.
+``-test-*`` passes do).  They are registered but not listed in --help.  Both are op-agnostic:
+nested under an anchor (``tir.func(test-fail)``) they act inside each op of
+that kind.
 
 * ``test-fail``: reports a user-level error at the first op it finds
   (after renaming that op's first result, so the dump shows the change).
@@ -11,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.diagnostics import DiagnosticError
-from ..ir.pass_manager import ModulePass
+from ..ir.pass_manager import ANY, ModulePass, option
 
 
-def _first_named_op(module):
-    for op in module.walk(include_self=False):
+def _first_named_op(root):
+    for op in root.walk(include_self=False):
         if op.results:
             return op
     return None
@@ -23,11 +25,14 @@ def _first_named_op(module):
 
 @dataclass
 class TestFail(ModulePass):
-    NAME = "test-fail"
-    message: str = "test-fail was asked to fail here"
+    """Report an error at the first op with a result."""
 
-    def run(self, module, ctx):
-        op = _first_named_op(module)
+    NAME = "test-fail"
+    OP = ANY
+    message: str = option("test-fail was asked to fail here", "the error message to report")
+
+    def run_on(self, root, ctx):
+        op = _first_named_op(root)
         if op is None:
             return
         op.results[0].name = "touched_by_test_fail"
@@ -36,10 +41,13 @@ class TestFail(ModulePass):
 
 @dataclass
 class TestCrash(ModulePass):
-    NAME = "test-crash"
+    """Raise an internal error (after renaming the first op's result)."""
 
-    def run(self, module, ctx):
-        op = _first_named_op(module)
+    NAME = "test-crash"
+    OP = ANY
+
+    def run_on(self, root, ctx):
+        op = _first_named_op(root)
         if op is not None:
             op.results[0].name = "touched_by_test_crash"
         raise ZeroDivisionError("test-crash crashes on purpose")

@@ -52,7 +52,8 @@ def inputs_for(text, seed=0, positive=()):
 def close(text, m, args, rtol=1e-5, atol=1e-5):
     want = run_function(parse_module(text), "main", *args)
     got = run_function(m, "main", *args)
-    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,),
+                    strict=True):
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 

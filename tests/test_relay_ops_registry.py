@@ -234,7 +234,8 @@ def test_compute_agrees_with_the_type(name):
 def _compatible(dyn, static):
     from tvmd.ir import types as T
     if isinstance(static, T.TupleType):
-        return isinstance(dyn, T.TupleType) and all(_compatible(a, b) for a, b in zip(dyn.types, static.types))
+        return isinstance(dyn, T.TupleType) and len(dyn.types) == len(static.types) and all(
+            _compatible(a, b) for a, b in zip(dyn.types, static.types))
     return dyn.element_type is static.element_type and dyn.rank == static.rank and all(
         a is None or a == b for a, b in zip(dyn.shape, static.shape))
 

@@ -66,16 +66,16 @@ def schedule(text, want, args=None):
     args = args if args is not None else args_for(f)
     w = want(*args)
     w = w if isinstance(w, tuple) else (w,)
-    for g, x in zip(run(f, *args), w):
+    for g, x in zip(run(f, *args), w, strict=True):
         np.testing.assert_allclose(g, x, rtol=1e-5, atol=1e-5)
     apply_to_func(f)
     verify(m)
     printed = print_module(m)
     assert print_module(parse_module(printed)) == printed
-    for g, x in zip(run(f, *args), w):
+    for g, x in zip(run(f, *args), w, strict=True):
         np.testing.assert_allclose(g, x, rtol=1e-5, atol=1e-5)
     _, tir_text, outs = lower_and_run(text, args)
-    for g, x in zip(outs, w):
+    for g, x in zip(outs, w, strict=True):
         np.testing.assert_allclose(g, x, rtol=1e-5, atol=1e-5)
     return printed, tir_text
 

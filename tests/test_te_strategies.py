@@ -54,7 +54,7 @@ def check(text, schedule=True, seed=0):
 
 
 def _same(got, want):
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape and g.dtype == w.dtype
         if g.dtype.kind == "f":
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)

@@ -224,7 +224,9 @@ def test_kernels_keep_their_results(file):
     before = parse_module(text)
     after, _ = simplify(text)
     rng = np.random.default_rng(3)
-    for f0, f1 in zip(ops(before, "tir.func"), ops(after, "tir.func")):
+    names = [f.sym_name for f in ops(before, "tir.func")]
+    assert names and [f.sym_name for f in ops(after, "tir.func")] == names   # none dropped, added or renamed
+    for f0, f1 in zip(ops(before, "tir.func"), ops(after, "tir.func"), strict=True):
         args0, args1 = [], []
         for a in f0.args:
             t = a.type
@@ -238,7 +240,7 @@ def test_kernels_keep_their_results(file):
             args1.append(x.copy() if hasattr(x, "copy") else x)
         run(f0, *args0)
         run(f1, *args1)
-        for x, y in zip(args0, args1):
+        for x, y in zip(args0, args1, strict=True):
             np.testing.assert_array_equal(x, y)
 
 

@@ -50,7 +50,7 @@ def reference(rf, args):
         if len(op.results) == 1:
             env[op.results[0]] = out
         else:
-            for r, o in zip(op.results, out):
+            for r, o in zip(op.results, out, strict=True):
                 env[r] = o
 
 

@@ -36,46 +36,6 @@ class CommandLine:
         return DiagnosticError(self.loc(arg_index, offset_in_arg), message)
 
 
-def write_atomic(path: str, text: str):
-    """Write `text` to `path` through a temporary file and a rename, so the
-    old content survives any failure."""
-    write_atomic_bytes(path, text.encode("utf-8"))
-
-
-def write_atomic_bytes(path: str, data: bytes):
-    import os
-    import stat
-    import tempfile
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        # /dev/null, a pipe: write through it; a rename would replace the device
-        with open(path, "wb") as f:
-            f.write(data)
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tvmd-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if st is not None:
-            mode = st.st_mode & 0o777
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 # -- what every tool driver shares -----------------------------------------------
 
 def take_value(argv, i, name, eq, value, cl):

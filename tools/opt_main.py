@@ -55,37 +55,67 @@ VALUE_FLAGS = {"--pass-pipeline", "-p", "--print-ir-before", "--print-ir-after",
 
 
 def print_help(out):
-    from ..ir.registry import HIDDEN_PASSES, PASSES, PRESETS
+    from ..ir.registry import HIDDEN_PASSES, PASSES, PRESETS, pass_group
     out.write(USAGE + "\n\n")
     out.write("Runs passes over tvmd IR (relay, te, tir, arith) and prints the result.\n\n")
     out.write(FLAGS_HELP)
-    out.write("\npasses (tvm-opt --list-passes shows their options):\n")
-    for name, (_, _, summary) in PASSES.items():
+    # names only: each summary lives on its pass class, and importing the
+    # classes would cost --help its speed (--list-passes does import them)
+    out.write("\npasses (tvm-opt --list-passes shows what each does, the op it runs on and its options):\n")
+    groups = {}
+    for name in PASSES:
         if name not in HIDDEN_PASSES:
-            out.write(f"  --{name:<24} {summary}\n")
+            groups.setdefault(pass_group(name), []).append("--" + name)
+    for group, names in groups.items():
+        line = f"  {group + ':':<12}"
+        for n in names:
+            if len(line) + len(n) + 1 > 100:
+                out.write(line.rstrip() + "\n")
+                line = " " * 14
+            line += n + " "
+        out.write(line.rstrip() + "\n")
     out.write("\npresets: " + ", ".join(f"-{k}: {','.join(v) or '(none)'}" for k, v in PRESETS.items()) + "\n")
 
 
 def list_passes(out):
-    import dataclasses
+    """Each pass with its summary, the op it runs on and its options (type,
+    default, help), grouped by dialect, as mlir-opt --help lists them."""
+    import textwrap
 
-    from ..ir.registry import HIDDEN_PASSES, PASSES, get_pass_class
-    for name, (_, _, summary) in PASSES.items():
+    from ..ir.pass_manager import ANY, MODULE, format_option
+    from ..ir.registry import HIDDEN_PASSES, PASSES, get_pass_class, pass_group
+    out.write("Passes: --PASS[='option=value ...'] on the command line, PASS{option=value ...} in\n"
+              "--pass-pipeline; a pass that runs on an op nests as OP(PASS), e.g. tir.func(tir-unroll).\n")
+    group = None
+    for name in PASSES:
         if name in HIDDEN_PASSES:
             continue
-        out.write(f"{name}\n    {summary}\n")
+        if pass_group(name) != group:
+            group = pass_group(name)
+            out.write(f"\n{group}:\n")
         try:
             cls = get_pass_class(name)
         except RuntimeError as e:
-            out.write(f"    (internal error: {e})\n")
+            out.write(f"  --{name}: (internal error: {e})\n")
             continue
-        for fname, typ, f in cls.option_fields():
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-            tname = getattr(typ, "__name__", str(typ))
-            out.write(f"    {fname.replace('_', '-')}: {tname} = {default!r}\n")
+        out.write(f"  --{name}: {cls.summary()}\n")
+        ops = cls.anchor_ops()
+        where = ("any op" if ANY in ops else "builtin.module (the whole module)" if ops == (MODULE,)
+                 else ", ".join(ops))
+        out.write(f"      runs on: {where}\n")
+        rows = [(f"{opt}=<{typ}>", f"{help_} (default: {format_option(default) or 'empty'})")
+                for opt, typ, default, help_ in cls.options_help()]
         if cls.EXTRA_OPTIONS:
-            out.write("    KEY=VALUE: any other entry (see docs/passes.md)\n")
+            key, _, help_ = cls.EXTRA_OPTIONS_HELP.partition(": ")
+            rows.append((key, help_))
+        for left, right in rows:
+            lines = textwrap.wrap(right, 70) or [""]
+            if len(left) > 26:
+                out.write(f"      {left}\n")
+            else:
+                out.write(f"      {left:<26} {lines.pop(0)}\n")
+            for ln in lines:
+                out.write(f"      {'':<26} {ln}\n")
 
 
 class Options:
@@ -190,19 +220,6 @@ def build_passes(o, cl):
     return passes, known
 
 
-def split_chunks(text):
-    """Split at lines that start with '// -----'; returns [(chunk, first line - 1)]."""
-    import re
-    chunks = []
-    start, line0 = 0, 0
-    for m in re.finditer(r"^// -----[^\n]*(\n|$)", text, re.M):
-        chunks.append((text[start:m.start()], line0))
-        line0 = text.count("\n", 0, m.end())
-        start = m.end()
-    chunks.append((text[start:], line0))
-    return chunks
-
-
 class Driver(ToolDriver):
     PROG = "tvm-opt"
 
@@ -239,7 +256,8 @@ class Driver(ToolDriver):
     def process(self, text, passes) -> int:
         import time
         o = self.o
-        chunks = split_chunks(text) if "--split-input-file" in o.flags else [(text, 0)]
+        from ..parser.split import join_outputs, split_input
+        chunks = split_input(text) if "--split-input-file" in o.flags else [(text, 0)]
         outputs, rc = [], 0
         t_start = time.perf_counter()
         for chunk, line0 in chunks:
@@ -252,7 +270,7 @@ class Driver(ToolDriver):
             if out is not None:
                 outputs.append(out)
         t_out = time.perf_counter()
-        result = "// -----\n".join(outputs)
+        result = join_outputs(outputs)
         if rc == 0 or "--split-input-file" in o.flags or "--verify-diagnostics" in o.flags:
             if rc == 0 or o.output is None:
                 if not self.write_output(result):
@@ -270,7 +288,7 @@ class Driver(ToolDriver):
             sys.stdout.write(text)
             sys.stdout.flush()
             return True
-        from .cmdline import write_atomic
+        from ..ir.files import write_atomic
         try:
             write_atomic(o.output, text)
         except OSError as e:
@@ -385,7 +403,7 @@ class Driver(ToolDriver):
             self.err.write(f"note: the IR that reached '{f.pass_.NAME}':\n")
             self.err.write(print_module(module, generic=True))
         if self.o.crash_reproducer and module is not None:
-            from .cmdline import write_atomic
+            from ..ir.files import write_atomic
             pipeline = pm.pipeline_text(f.index)
             text = print_module(module, external={"tvmd_reproducer": {"pipeline": pipeline}})
             try:
@@ -400,44 +418,39 @@ class Driver(ToolDriver):
     # -- --verify-diagnostics -----------------------------------------------------
 
     def verify_chunk(self, chunk, line0, passes):
-        from ..ir import diagnostics as D
+        """Run one chunk under the diagnostic verifier (tvmd.ir.diagnostic_verifier)."""
+        from ..ir.diagnostic_verifier import DiagnosticVerifier
+        from ..ir.diagnostics import DiagnosticError
         from ..ir.pass_manager import InvalidIRError, PassFailure
-        expects, bad = parse_expectations(chunk, line0, self.fname)
-        ok = True
-        for e in bad:
+        v = DiagnosticVerifier(chunk, self.fname, line0)
+        for e in v.malformed:
             self.report(e)
-            ok = False
-        got = []
-        out = None
-        with D.collect() as emitted:
+        pm = None
+
+        def parse_and_run():
+            nonlocal pm
+            module = self.parse_chunk(chunk, line0)
+            pm = self.pass_manager(passes)
             try:
-                module = self.parse_chunk(chunk, line0)
-                pm = self.pass_manager(passes)
                 pm.run(module)
-                from ..ir.printer import print_module
-                out = print_module(module, generic="--print-generic" in self.o.flags)
-            except D.DiagnosticError as e:
-                got.extend(e.diagnostics)
             except PassFailure as f:
-                if isinstance(f.exc, D.DiagnosticError):
-                    got.extend(f.exc.diagnostics)
-                elif isinstance(f.exc, InvalidIRError):
-                    got.extend(f.exc.diag_error.diagnostics)
-                else:
-                    self.pass_failed(f, chunk, line0, passes, pm)
-                    return False, None
-        got = emitted + got
-        for d in got:
-            if not match_expectation(d, expects, self.fname):
-                self.report(D.DiagnosticError([D.Diagnostic("error", d.loc, f"unexpected {d.severity}: {d.message}")]))
-                ok = False
-            for n in d.notes:
-                match_expectation(n, expects, self.fname)
-        for e in expects:
-            if not e.matched:
-                self.report(D.DiagnosticError(e.loc, f'expected {e.severity} "{e.text}" was not produced'))
-                ok = False
-        return ok, out
+                if isinstance(f.exc, DiagnosticError):
+                    raise f.exc from None
+                if isinstance(f.exc, InvalidIRError):
+                    raise f.exc.diag_error from None
+                raise
+            from ..ir.printer import print_module
+            return print_module(module, generic="--print-generic" in self.o.flags)
+
+        try:
+            out = v.run(parse_and_run)
+        except PassFailure as f:   # an internal error, not a diagnostic
+            self.pass_failed(f, chunk, line0, passes, pm)
+            return False, None
+        failures = v.check()
+        for e in failures:
+            self.report(e)
+        return not v.malformed and not failures, out
 
     # -- reports ---------------------------------------------------------------
 
@@ -467,66 +480,6 @@ class Driver(ToolDriver):
             w(f"'{name}' Pass\n")
             for s, n in d.items():
                 w(f"  (S) {n:8d} {s}\n")
-
-
-class Expectation:
-    __slots__ = ("severity", "line", "text", "loc", "matched")
-
-    def __init__(self, severity, line, text, loc):
-        self.severity = severity
-        self.line = line
-        self.text = text
-        self.loc = loc
-        self.matched = False
-
-
-def parse_expectations(chunk, line0, fname):
-    """``// expected-error@+1 {{text}}``: severity, target line, text."""
-    import re
-
-    from ..ir.diagnostics import DiagnosticError
-    from ..ir.location import FileLoc
-    pat = re.compile(r"expected-(error|warning|note|remark)(@([+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
-    out, bad = [], []
-    lines = chunk.split("\n")
-    for i, line in enumerate(lines):
-        ci = line.find("//")
-        if ci < 0:
-            continue
-        for m in pat.finditer(line, ci):
-            lineno = line0 + i + 1
-            rel = m.group(3)
-            target = lineno
-            if rel == "above":
-                target = lineno - 1
-            elif rel == "below":
-                target = lineno + 1
-            elif rel:
-                target = lineno + int(rel)
-            loc = FileLoc(fname, lineno, m.start() + 1)
-            if not m.group(4).strip():
-                bad.append(DiagnosticError(loc, "empty expected-diagnostic text"))
-                continue
-            out.append(Expectation(m.group(1), target, m.group(4), loc))
-        if "expected-" in line[ci:] and not pat.search(line, ci):
-            rest = line[ci:]
-            if re.search(r"expected-(error|warning|note|remark)", rest):
-                bad.append(DiagnosticError(FileLoc(fname, line0 + i + 1, ci + 1),
-                                           "malformed expected-diagnostic: write expected-error {{text}}"))
-    return out, bad
-
-
-def match_expectation(d, expects, fname):
-    flc = d.loc.file_line_col()
-    for e in expects:
-        if e.matched or e.severity != d.severity:
-            continue
-        if flc is None or flc[0] != fname or flc[1] != e.line:
-            continue
-        if e.text in d.message:
-            e.matched = True
-            return True
-    return False
 
 
 def main(argv=None) -> int:

@@ -363,7 +363,7 @@ class Driver(ToolDriver):
 
         import numpy as np
 
-        from .cmdline import write_atomic_bytes
+        from ..ir.files import write_atomic_bytes
         flat = []
         for a in outs:
             flat.extend(a if isinstance(a, (tuple, list)) else [a])
@@ -384,7 +384,7 @@ class Driver(ToolDriver):
 
         import numpy as np
 
-        from .cmdline import write_atomic_bytes
+        from ..ir.files import write_atomic_bytes
         try:
             os.makedirs(o.output_dir, exist_ok=True)
             for k, a in enumerate(outs):

@@ -2,6 +2,7 @@
 and import models from other frameworks as relay text.
 
     tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=T] [-O0..-O3] [-o out]
+                  [--split-input-file] [--verify-diagnostics]
     tvm-translate --import-onnx model.onnx [--input-shape=NAME:1x3x?x?] [-o out.relay]
 
 Every tir.func of the input is translated (other ops, such as a relay
@@ -19,7 +20,7 @@ import sys
 from .cmdline import ToolDriver, take_input, report_internal_error, take_value, tool_main
 
 USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=TARGET] "
-         "[-O0..-O3] [-o out]\n"
+         "[-O0..-O3] [-o out] [--split-input-file] [--verify-diagnostics]\n"
          "       tvm-translate --import-onnx model.onnx [--input-shape=NAME:DIMS ...] [-o out.relay]")
 
 HELP = """\
@@ -40,6 +41,10 @@ Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target cod
                        'llvm -mcpu=znver3 -mattr=+avx2', 'llvm -mtriple=aarch64-linux-gnu',
                        'cuda' or 'cuda -arch=sm_90' (default for cuda/ptx/cubin)
   -O0 -O1 -O2 -O3      LLVM optimisation level
+  --split-input-file   split the input at '// -----' lines and translate each chunk alone
+                       (text outputs only; they are joined with '// -----' lines)
+  --verify-diagnostics check '// expected-error {{...}}' annotations (@+N, @-N, @above, @below)
+                       against the diagnostics of parsing and translating, as tvm-opt does
   --help, --version
 
 importers (write relay text, large weights in the resource section):
@@ -75,6 +80,8 @@ class Options:
         self.import_onnx = None       # argument index of --import-onnx
         self.input_shapes = {}        # --input-shape: name -> dims
         self.debuginfo = False
+        self.split = None             # argument index of --split-input-file
+        self.verify = None            # argument index of --verify-diagnostics
 
 
 def parse_args(argv, cl):
@@ -106,6 +113,15 @@ def parse_args(argv, cl):
             o.debuginfo = True
             i += 1
             continue
+        if name in ("--split-input-file", "--verify-diagnostics"):
+            if eq:
+                raise cl.error(i, f"'{name}' takes no value")
+            if name == "--split-input-file":
+                o.split = i
+            else:
+                o.verify = i
+            i += 1
+            continue
         if name in ("-O0", "-O1", "-O2", "-O3") and not eq:
             o.opt_level = int(name[2])
             i += 1
@@ -123,7 +139,7 @@ def parse_args(argv, cl):
             continue
         import difflib
         known = ["--emit", "--target", "--output", "--help", "--version", "--input-shape", "--print-debuginfo",
-                 *IMPORTERS]
+                 "--split-input-file", "--verify-diagnostics", *IMPORTERS]
         cands = difflib.get_close_matches(name, known, n=1)
         hint = f"; did you mean '{cands[0]}'?" if cands else ""
         raise cl.error(i, f"unknown option '{name}'{hint}")
@@ -134,6 +150,8 @@ def parse_args(argv, cl):
         raise cl.error(-1, "--input-shape and --print-debuginfo go with --import-onnx")
     if o.emit is None:
         raise cl.error(-1, "no output kind: give --emit=llvm|asm|obj|cuda|ptx|cubin")
+    if o.split is not None and o.emit in BINARY:
+        raise cl.error(o.split, f"--split-input-file joins text outputs; it does not go with --emit={o.emit}")
     return o
 
 
@@ -161,7 +179,8 @@ def check_import_args(o, cl):
     if o.input == "-":
         raise cl.error(o.input_index, "--import-onnx reads a file path, not stdin (an ONNX model is binary "
                                       "and may keep its weights in files beside it)")
-    for flag, idx in (("--emit", o.emit_index), ("--target", o.target_index)):
+    for flag, idx in (("--emit", o.emit_index), ("--target", o.target_index),
+                      ("--split-input-file", o.split), ("--verify-diagnostics", o.verify)):
         if idx is not None:
             raise cl.error(idx, f"{flag} does not go with --import-onnx, which writes relay text")
 
@@ -233,17 +252,67 @@ class Driver(ToolDriver):
             if o.emit in BINARY and (o.output is None or o.output == "-") and sys.stdout.isatty():
                 raise cl.error(o.emit_index, f"refusing to write a binary {o.emit} file to a terminal; "
                                              f"use -o FILE or a pipe")
-            from ..parser import parse_module
             fname, text = self.read_input(o.input or "-", o.input_index)
-            module = parse_module(text, fname)
-            result = self.translate(module, fname, o, target, cl)
         except DiagnosticError as e:
             self.report(e)
             return 1
+        return self.process(text, fname, o, target, cl)
+
+    def process(self, text, fname, o, target, cl) -> int:
+        """Translate the input, or each chunk of it (--split-input-file), or
+        check its diagnostics (--verify-diagnostics); write what translated."""
+        from ..parser.split import join_outputs, split_input
+        chunks = split_input(text) if o.split is not None else [(text, 0)]
+        outputs, rc = [], 0
+        for chunk, line0 in chunks:
+            if o.verify is not None:
+                ok, out = self.verify_chunk(chunk, line0, fname, o, target, cl)
+            else:
+                ok, out = self.run_chunk(chunk, line0, fname, o, target, cl)
+            if not ok:
+                rc = 1
+            if out is not None:
+                outputs.append(out)
+        if o.split is None and o.verify is None:
+            return rc or self.write(outputs[0], o, cl)
+        # like tvm-opt: what did translate goes to stdout even when a chunk
+        # failed, and to a file (-o) only when all went well
+        result = join_outputs(outputs) if o.split is not None else (outputs[0] if outputs else "")
+        if rc == 0 or o.output is None or o.output == "-":
+            rc = self.write(result, o, cl) or rc
+        return rc
+
+    def translate_chunk(self, chunk, line0, fname, o, target, cl):
+        from ..parser import parse_module
+        module = parse_module(chunk, fname, line0)
+        return self.translate(module, fname, o, target, cl)
+
+    def run_chunk(self, chunk, line0, fname, o, target, cl):
+        from ..ir.diagnostics import DiagnosticError
+        try:
+            return True, self.translate_chunk(chunk, line0, fname, o, target, cl)
+        except DiagnosticError as e:
+            self.report(e)
         except Exception as e:   # a bug in a backend: a message, not a traceback
             report_internal_error(e)
-            return 1
-        return self.write(result, o, cl)
+        return False, None
+
+    def verify_chunk(self, chunk, line0, fname, o, target, cl):
+        """Check the chunk's diagnostics against its annotations
+        (tvmd.ir.diagnostic_verifier)."""
+        from ..ir.diagnostic_verifier import DiagnosticVerifier
+        v = DiagnosticVerifier(chunk, fname, line0)
+        for e in v.malformed:
+            self.report(e)
+        try:
+            out = v.run(self.translate_chunk, chunk, line0, fname, o, target, cl)
+        except Exception as e:   # an internal error is never an expected diagnostic
+            report_internal_error(e)
+            return False, None
+        failures = v.check()
+        for e in failures:
+            self.report(e)
+        return not v.malformed and not failures, out
 
     def translate(self, module, fname, o, target, cl):
         from ..ir.diagnostics import DiagnosticError
@@ -276,7 +345,7 @@ class Driver(ToolDriver):
             raise cl.error(o.target_index, f"invalid target: {e}", o.target_offset) from None
 
     def write(self, result, o, cl) -> int:
-        from .cmdline import write_atomic, write_atomic_bytes
+        from ..ir.files import write_atomic, write_atomic_bytes
         if o.output is None or o.output == "-":
             if isinstance(result, bytes):
                 sys.stdout.buffer.write(result)

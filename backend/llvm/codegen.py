@@ -37,7 +37,8 @@ Lowering, op by op:
   float ops with only the ``contract`` fast-math flag (a multiply and an
   add may become one fma, as C compilers do by default), ``maximumf``/``minimumf`` as
   ``llvm.maximum``/``minimum`` (NaN-propagating, like numpy), comparisons,
-  select and casts (``index_cast`` zero-extends i1 and unsigned sources).
+  select and casts (``index_cast``/``extsi``/``sitofp`` read i1 and unsigned
+  sources as unsigned), as :mod:`tvmd.dialects.arith.semantics` defines them.
 """
 
 from __future__ import annotations
@@ -341,6 +342,8 @@ class FuncCodegen:
                 return b.trunc(x, dst_t)
             zero_ext = name == "arith.extui" or src is T.i1 or getattr(src, "unsigned", False)
             return b.zext(x, dst_t) if zero_ext else b.sext(x, dst_t)
+        if name == "arith.sitofp" and (src is T.i1 or getattr(src, "unsigned", False)):
+            name = "arith.uitofp"   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
         conv = {"arith.sitofp": b.sitofp, "arith.uitofp": b.uitofp, "arith.fptosi": b.fptosi,
                 "arith.fptoui": b.fptoui, "arith.extf": b.fpext, "arith.truncf": b.fptrunc}.get(name)
         if conv is None:

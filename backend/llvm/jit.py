@@ -100,7 +100,7 @@ def emit_object(module_op, target=None, opt_level: int = 3) -> bytes:
 
 
 def save_object(module_op, path, target=None, opt_level: int = 3):
-    from ...tools.cmdline import write_atomic_bytes
+    from ...ir.files import write_atomic_bytes
     write_atomic_bytes(path, emit_object(module_op, target, opt_level))
 
 

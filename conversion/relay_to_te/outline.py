@@ -21,18 +21,24 @@ from ...ir.attributes import UNIT, SymbolRef
 from ...ir.core import Block, Region
 from ...ir.symbols import unique_name
 
-# tuples and get_item stay: the executor builds and takes apart the tuples that
-# kernels with several results (batch_norm, split) return
-KEEP = ("relay.call", "relay.constant", "relay.return", "relay.tuple", "relay.get_item")
+
+def kept_ops():
+    """The op classes that stay where they are: calls, constants, returns,
+    and tuples and get_item (the executor builds and takes apart the tuples
+    that kernels with several results (batch_norm, split) return)."""
+    from ...dialects.relay.ops.control import TupleGetItemOp, TupleOp
+    from ...dialects.relay.ops.function import CallOp, ConstantOp, ReturnOp
+    return (CallOp, ConstantOp, ReturnOp, TupleOp, TupleGetItemOp)
 
 
 def outline_loose_ops(module) -> int:
     from ...dialects.relay.ops.function import CallOp, FuncOp, ReturnOp
+    keep = kept_ops()
     taken = {op.attributes.get("sym_name") for op in module.body.ops}
     n = 0
-    for f in [op for op in module.body.ops if op.name == "relay.func" and "primitive" not in op.attributes]:
+    for f in [op for op in module.body.ops if isinstance(op, FuncOp) and "primitive" not in op.attributes]:
         for op in list(f.body.ops):
-            if op.name in KEEP or not op.results:
+            if isinstance(op, keep) or not op.results:
                 continue
             name = unique_name(taken, "fused_" + op.name[len("relay."):].replace(".", "_"))
             taken.add(name)
@@ -65,5 +71,5 @@ def outline_loose_ops(module) -> int:
 
 
 def _is_constant(v):
-    d = v.defining_op()
-    return d is not None and d.name == "relay.constant"
+    from ...dialects.relay.ops.function import ConstantOp
+    return isinstance(v.defining_op(), ConstantOp)

@@ -7,8 +7,9 @@
 1. Relay ops left in non-primitive functions are outlined first, one
    primitive function each (outline.py), so a module that skipped
    --fuse-ops still lowers.
-2. Each op of a primitive function becomes te.computes through its
-   strategy (strategies.py).  A splat (or single-element) relay.constant
+2. Each op of a primitive function becomes te.computes through the
+   compute registered for its name (registry.py; the computes are in
+   topi_*.py).  A splat (or single-element) relay.constant
    becomes an arith.constant in the bodies that read it; any other
    constant is lifted out: the te.func gets one more parameter, and each
    call passes a copy of the constant.
@@ -28,22 +29,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.pass_manager import ModulePass
+from ...ir.pass_manager import ModulePass, option
 
 
 @dataclass
 class LowerRelayToTE(ModulePass):
+    """Lower each primitive relay function to a te function with a default schedule.
+
+    A whole-module pass: loose relay ops are first outlined into new
+    primitive functions, and each lowered function's constants are lifted."""
+
     NAME = "lower-relay-to-te"
-    schedule: bool = True
-    target: str = "llvm"
-    fallback: bool = False
+    OP = "builtin.module"
+    schedule: bool = option(True, "append the target's default schedule to each te function")
+    target: str = option("llvm", "whose default schedules: llvm or cuda")
+    fallback: bool = option(False, "leave a function that cannot be lowered to the interpreter "
+                                   "(marked 'interpreted') instead of an error")
 
     def run(self, module, ctx):
+        from ...dialects.relay.ops.function import FuncOp as RelayFuncOp
         from .outline import outline_loose_ops
         n = outline_loose_ops(module)
         if n:
             ctx.stat(self, "ops outlined", n)
-        for f in [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes
+        for f in [op for op in module.body.ops if isinstance(op, RelayFuncOp) and "primitive" in op.attributes
                   and "interpreted" not in op.attributes]:
             if self.fallback:
                 if try_lower_function(module, f, self.schedule, self.target) is None:
@@ -69,11 +78,17 @@ def try_lower_function(module, rf, schedule=True, target="llvm"):
 
 
 def lower_function(module, rf, schedule=True, target="llvm"):
+    from ...dialects.relay.ops.base import RelayOp
+    from ...dialects.relay.ops.control import TupleGetItemOp, TupleOp
+    from ...dialects.relay.ops.function import CallOp, ConstantOp
+    from ...dialects.relay.ops.function import ReturnOp as RelayReturnOp
     from ...dialects.te.builder import Emitter, compute
     from ...dialects.te.ops import FuncOp, ReturnOp
     from ...ir import types as T
     from ...ir.core import Block, Region
-    from .strategies import STRATEGIES, Scalar
+    from .registry import Scalar, computes
+
+    table = computes()
 
     params = rf.body.args
     body = Block([a.type for a in params], [a.name for a in params])
@@ -83,17 +98,17 @@ def lower_function(module, rf, schedule=True, target="llvm"):
     outs = []
     for op in rf.body.ops:
         e.loc = op.loc
-        if op.name == "relay.return":
+        if isinstance(op, RelayReturnOp):
             # a tuple (split, topk) returns its fields: the te.func has one result each
             outs = [x for v in op.operands for x in (env[v] if isinstance(env[v], tuple) else (env[v],))]
             break
-        if op.name == "relay.tuple":
+        if isinstance(op, TupleOp):
             env[op.results[0]] = tuple(env[v] for v in op.operands)
             continue
-        if op.name == "relay.get_item":
+        if isinstance(op, TupleGetItemOp):
             env[op.results[0]] = env[op.operands[0]][op.attributes["index"]]
             continue
-        if op.name == "relay.constant":
+        if isinstance(op, ConstantOp):
             attr = op.value
             r = op.results[0]
             if not is_lifted(op):
@@ -102,11 +117,11 @@ def lower_function(module, rf, schedule=True, target="llvm"):
                 env[r] = body.add_arg(attr.type, r.name if r.name and not r.name[0].isdigit() else "const")
                 lifted.append(op)
             continue
-        if op.name == "relay.call":
+        if isinstance(op, CallOp):
             raise op.error("a primitive function cannot call another function")
-        fn = STRATEGIES.get(getattr(op, "op_name", op.name))
+        fn = table.get(op.op_name if isinstance(op, RelayOp) else op.name)
         if fn is None:
-            raise op.error(f"has no TE compute; --lower-relay-to-te handles {', '.join(sorted(STRATEGIES))}")
+            raise op.error(f"has no TE compute; --lower-relay-to-te handles {', '.join(sorted(table))}")
         for v in op.operands:
             t = v.type
             if not isinstance(t, T.TensorType) or not t.is_static:
@@ -138,8 +153,9 @@ def is_lifted(const_op) -> bool:
 
 def _pass_lifted_constants(module, name, consts):
     """Each call of @name passes copies of the lifted constants."""
+    from ...dialects.relay.ops.function import CallOp
     for op in module.walk():
-        if op.name == "relay.call" and op.attributes["callee"].name == name:
+        if isinstance(op, CallOp) and op.attributes["callee"].name == name:
             copies = []
             for c in consts:
                 cc = c.clone()

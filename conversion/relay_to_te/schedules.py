@@ -51,6 +51,7 @@ tiling: the schedule never fails on a well-formed te.func.
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
+from ...dialects.te.ops import ComputeOp, ReadOp
 
 BLOCKS = (16, 8, 7, 4)   # register blocking: the largest that divides (7: CNN widths 28, 56, 112)
 MAX_ACCUMULATORS = 16  # vector registers a blocked tile may use
@@ -66,7 +67,7 @@ def output_computes(outputs):
     outs = []
     for v in outputs:
         d = v.defining_op()
-        if d is not None and d.name == "te.compute" and d not in outs:
+        if isinstance(d, ComputeOp) and d not in outs:
             outs.append(d)
     return outs
 
@@ -75,7 +76,7 @@ def default_schedule(e, outputs):
     """Append schedule ops to e's block (the te.func body) for `outputs`."""
     from .schedules_gemm import gemm_plan, pack_weight, tile_gemm
     s = ScheduleBuilder(e)
-    computes = [op for op in e.block.ops if op.name == "te.compute"]
+    computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs = {}, set()
     for c in computes:
         plan = gemm_plan(c, _index_deps(c)) if c.reducer is not None else None
@@ -86,7 +87,7 @@ def default_schedule(e, outputs):
                 packs.add(pack)
             gemms[c] = (mb, nb)
     if packs:
-        computes = [op for op in e.block.ops if op.name == "te.compute"]
+        computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     outs = output_computes(outputs)
     for c in computes:
         if c not in outs and c.reducer is None:
@@ -178,10 +179,10 @@ def _cache_write(s, c):
 
 def is_padding(c, computes):
     """A stage with a guarded read (zero padding) that a reduction reads."""
-    if not any(op.name == "te.read" and op.guarded for op in c.body.ops):
+    if not any(isinstance(op, ReadOp) and op.guarded for op in c.body.ops):
         return False
     me = c.results[0]
-    return any(x.reducer is not None and any(op.name == "te.read" and op.tensor is me for op in x.body.ops)
+    return any(x.reducer is not None and any(isinstance(op, ReadOp) and op.tensor is me for op in x.body.ops)
                for x in computes)
 
 
@@ -217,7 +218,7 @@ def row_reduction(c):
     inner = len(c.body.args) - 1
     found = False
     for op in c.body.ops:
-        if op.name != "te.read" or not op.indices:
+        if not isinstance(op, ReadOp) or not op.indices:
             continue
         last = deps(op.indices[-1])
         uses = set().union(*(deps(v) for v in op.indices))
@@ -308,7 +309,7 @@ def memory_order(c, red):
     deps = _index_deps(c)
     last = set()
     for op in c.body.ops:
-        if op.name == "te.read" and op.indices:
+        if isinstance(op, ReadOp) and op.indices:
             last |= deps(op.indices[-1])
     rank = c.rank
     flags = [(rank + i) in last for i in range(len(red))]
@@ -335,7 +336,7 @@ def block_axis(c):
     deps = _index_deps(c)
     reads = []
     for op in c.body.ops:
-        if op.name == "te.read":
+        if isinstance(op, ReadOp):
             used = set()
             for v in op.operands[1:]:
                 used |= deps(v)
@@ -353,7 +354,7 @@ def pointwise_consumer(d, computes, outs):
     reach = {d.results[0]}
     shape = d.tensor_type.shape
     for x in computes[computes.index(d) + 1:]:
-        reads = [op for op in x.body.ops if op.name == "te.read" and op.tensor in reach]
+        reads = [op for op in x.body.ops if isinstance(op, ReadOp) and op.tensor in reach]
         if not reads:
             continue
         if x.reducer is not None or x.tensor_type.shape != shape:

@@ -61,6 +61,7 @@ not a tree or warp shuffle.
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
+from ...dialects.te.ops import ComputeOp, ReadOp
 from .schedules import output_computes, pointwise_consumer
 
 THREADS = 256        # threads per block for 1-d kernels
@@ -73,7 +74,7 @@ MAX_GRID_Y = 65535   # CUDA's limit on gridDim.y (and z)
 def default_schedule(e, outputs):
     """Append CUDA schedule ops to e's block (the te.func body) for `outputs`."""
     s = ScheduleBuilder(e)
-    computes = [op for op in e.block.ops if op.name == "te.compute"]
+    computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     outs = output_computes(outputs)
     for c in computes:
         if c not in outs and c.reducer is None:
@@ -139,7 +140,7 @@ def shared_tiled(s, c):
     if any(n % TILE for n in list(c.tensor_type.shape) + list(c.reduce_extents)):
         return False   # a tail would put barriers under guards only some threads pass
     func_args = set(s.e.block.args)
-    reads = [op for op in c.body.ops if op.name == "te.read"]
+    reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
     tensors = []
     for r in reads:
         if r.tensor not in func_args or r.guarded:

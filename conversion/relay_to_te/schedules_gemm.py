@@ -33,6 +33,7 @@ into an nn.matmul reading the weight transposed at compile time.
 from __future__ import annotations
 
 from ...dialects.te.builder import Emitter, compute
+from ...dialects.te.ops import ReadOp
 from ...ir import types as T
 
 # Packing costs a pass over B per call; with fewer rows than this a dense
@@ -52,7 +53,7 @@ def gemm_plan(c, deps):
     rank = c.rank
     ia, ja, ka = rank - 2, rank - 1, rank
     args = list(c.body.args)
-    reads = [op for op in c.body.ops if op.name == "te.read"]
+    reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
     if len(reads) != 2 or any(r.guarded for r in reads):
         return None
     used = [set().union(*(deps(v) for v in r.indices)) if r.indices else set() for r in reads]

@@ -33,7 +33,7 @@ import math
 
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .strategies import Scalar, axis_names, load, out_type, stage_name, strategy
+from .registry import Scalar, axis_names, load, out_type, stage_name, strategy
 
 
 # -- scalar helpers --------------------------------------------------------------------
@@ -426,3 +426,15 @@ def prelu(e, op, args):
         zero = e.const(0, t.element_type)
         return e.select(compare(e, "gt", xv, zero), xv, e.binary("mul", xv, av))
     return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_prelu"))
+
+
+@strategy("nn.bias_add")
+def bias_add(e, op, args):
+    t = out_type(op)
+    x, b = args
+    axis = op.norm_axis(t.rank)
+
+    def body(e, *idx):
+        bv = e.const(b.value, t.element_type) if isinstance(b, Scalar) else e.read(b, [idx[axis]])
+        return e.binary("add", load(e, x, idx), bv)
+    return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_bias_add"))

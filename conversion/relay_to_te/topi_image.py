@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .strategies import _tensor, out_type, stage_name, strategy
-from .topi_nn import fconst, layout_names, primal_index, read_primal, to_float, to_index
+from .registry import (as_tensor, fconst, layout_names, out_type, primal_index, read_primal, stage_name, strategy,
+                       to_float, to_index)
 
 F = T.f64
 
@@ -121,7 +121,7 @@ def _taps(e, x, L, method, rounding, mode, alpha, exclude):
 @strategy("image.resize1d", "image.resize2d", "image.resize3d", "nn.upsampling", "nn.upsampling3d")
 def resize(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     lay = op.data_layout()
     sp = op.spatial
     nd = len(sp)

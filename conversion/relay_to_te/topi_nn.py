@@ -30,63 +30,31 @@ included (``NCHW16c``): reads and writes go through the primal index
 
 from __future__ import annotations
 
+from ...dialects.relay.ops.nn import LogSoftmaxOp
+from ...dialects.relay.ops.norm import LayerNormOp
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .strategies import Scalar, _tensor, axis_names, load, out_type, stage_name, strategy
+from .registry import (Scalar, as_tensor, axis_names, in_range, layout_names, load, out_type, primal_index,
+                       read_primal, stage_name, strategy)
 
 
-# -- layouts -------------------------------------------------------------------------------
+# -- nn.dense ------------------------------------------------------------------------------
 
-def primal_index(e, layout, idx):
-    """Axis letter -> primal index of an index in `layout` (a blocked axis
-    C with sub-axis c of factor f: C * f + c)."""
-    out = {}
-    for ax in layout.primal:
-        v = idx[layout.index(ax)]
-        f = layout.factors.get(ax.lower())
-        out[ax] = e.add(e.mul(v, f), idx[layout.index(ax.lower())]) if f else v
-    return out
+@strategy("nn.dense")
+def dense(e, op, args):
+    t = out_type(op)
+    x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
+    k = x.type.shape[-1]
+    ot = t.element_type
 
-
-def layout_index(e, layout, pos):
-    """The index in `layout` of the primal position `pos` (letter -> index)."""
-    out = []
-    for ax in layout.axes:
-        if ax.isupper():
-            f = layout.factors.get(ax.lower())
-            out.append(e.floordiv(pos[ax], f) if f else pos[ax])
-        else:
-            out.append(e.floormod(pos[ax.upper()], layout.factors[ax]))
-    return out
-
-
-def read_primal(e, x, layout, pos, guard=True, else_value=0.0):
-    return e.read(x, layout_index(e, layout, pos), guard=guard, else_value=else_value)
-
-
-def layout_names(layout):
-    return [ax.lower() if ax.isupper() else f"{ax}{layout.factors[ax]}" for ax in layout.axes]
-
-
-def in_range(e, v, lo, hi):
-    """The conditions lo <= v < hi (folded away where known)."""
-    return [e.cmp("ge", v, lo), e.cmp("lt", v, hi)]
-
-
-def to_float(e, i, ft=T.f64):
-    """An index as a float."""
-    if isinstance(i, int):
-        return e.const(float(i), ft)
-    return e.cast(e.cast(i, T.i64), ft)
-
-
-def to_index(e, v):
-    """A float (already integral) as an index."""
-    return e.cast(e.cast(v, T.i64), T.index)
-
-
-def fconst(e, v, ft):
-    return e.const(float(v), ft)
+    def body(e, *idx):
+        *i, j, r = idx
+        a = e.cast(e.read(x, list(i) + [r]), ot)
+        b = e.cast(e.read(w, [j, r]), ot)
+        return e.binary("mul", a, b)
+    names = (["i"] if t.rank == 2 else [f"i{d}" for d in range(t.rank - 1)]) + ["j"]
+    return compute(e, t, body, reduce=[("k", k)], reducer="sum", names=names,
+                   name=stage_name(op, "T_dense"))
 
 
 # -- convolutions ----------------------------------------------------------------------------
@@ -114,7 +82,7 @@ def pad_spatial(e, x, layout, sp, pads, value=0.0):
 
 @strategy("nn.conv1d", "nn.conv3d")
 def conv_nd(e, op, args):
-    x, w = _tensor(e, args[0], "data"), _tensor(e, args[1], "weight")
+    x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
     return conv_compute(e, op, x, w)
 
 
@@ -155,7 +123,7 @@ def conv_compute(e, op, x, w, weight_value=None):
 @strategy("nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose")
 def conv_transpose(e, op, args):
     t = out_type(op)
-    x, w = _tensor(e, args[0], "data"), _tensor(e, args[1], "weight")
+    x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
     a = op.attributes
     dl, kl, ol = op.layouts()
     sp = op.spatial
@@ -204,7 +172,7 @@ def conv_transpose(e, op, args):
 @strategy("nn.matmul")
 def matmul(e, op, args):
     t = out_type(op)
-    a_, b_ = _tensor(e, args[0], "tensor_a"), _tensor(e, args[1], "tensor_b")
+    a_, b_ = as_tensor(e, args[0], "tensor_a"), as_tensor(e, args[1], "tensor_b")
     ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
     k = a_.type.shape[-2] if ta else a_.type.shape[-1]
     ot = t.element_type
@@ -240,7 +208,7 @@ def batch_matmul_body(x, y, ta, tb, ot, xz=None, yz=None):
 @strategy("nn.batch_matmul")
 def batch_matmul(e, op, args):
     t = out_type(op)
-    x, y = _tensor(e, args[0], "x"), _tensor(e, args[1], "y")
+    x, y = as_tensor(e, args[0], "x"), as_tensor(e, args[1], "y")
     ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
     k = x.type.shape[1] if ta else x.type.shape[2]
     return compute(e, t, batch_matmul_body(x, y, ta, tb, t.element_type), reduce=[("k", k)], reducer="sum",
@@ -262,7 +230,7 @@ def _insert(idx, axis, v):
 @strategy("nn.softmax", "nn.log_softmax")
 def softmax(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     axis = op.attributes["axis"] % t.rank
     et = t.element_type
     n = t.shape[axis]
@@ -275,7 +243,7 @@ def softmax(e, op, args):
         return e.binary("sub", e.read(x, _insert(idx, axis, k)), e.read(mx, idx))
     sm = compute(e, rt, lambda e, *idx: e.intrin("exp", shifted(e, idx[:-1], idx[-1])), reduce=[("k", n)],
                  reducer="sum", names=names, name="T_softmax_expsum")
-    log = op.op_name == "nn.log_softmax"
+    log = isinstance(op, LogSoftmaxOp)
 
     def body(e, *idx):
         rest = idx[:axis] + idx[axis + 1:]
@@ -364,9 +332,9 @@ def normalize(e, x, t, key_of, red, xindex, gamma, beta, caxis, attrs, name):
 @strategy("nn.layer_norm", "nn.instance_norm")
 def layer_norm(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     axis = op.channel_axis(t.rank)
-    if op.op_name == "nn.layer_norm":
+    if isinstance(op, LayerNormOp):
         raxes = [axis]
     else:
         raxes = [d for d in range(1, t.rank) if d != axis]
@@ -392,7 +360,7 @@ def layer_norm(e, op, args):
 @strategy("nn.group_norm")
 def group_norm(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     axis = op.channel_axis(t.rank)
     g = op.attributes["num_groups"]
     cg = t.shape[axis] // g
@@ -418,7 +386,7 @@ def group_norm(e, op, args):
 @strategy("nn.l2_normalize")
 def l2_normalize(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     axes = sorted(op.axes(t.rank))
     keep = [d for d in range(t.rank) if d not in axes]
     et = t.element_type
@@ -447,7 +415,7 @@ def l2_normalize(e, op, args):
 @strategy("nn.lrn")
 def lrn(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     a = op.attributes
     axis, size = a["axis"] % t.rank, a["size"]
     et = t.element_type
@@ -478,7 +446,7 @@ def _abs(e, v):
 @strategy("nn.pad")
 def pad(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     pw = op.attributes["pad_width"]
     mode = op.attributes["pad_mode"]
     shape = x.type.shape
@@ -522,7 +490,7 @@ def dropout(e, op, args):
     return (out, mask)
 
 
-def unravel(e, flat, shape):
+def unravel_flat(e, flat, shape):
     """The index into `shape` of row-major offset `flat`."""
     out = []
     for n in reversed(shape):
@@ -534,9 +502,9 @@ def unravel(e, flat, shape):
 @strategy("nn.batch_flatten")
 def batch_flatten(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     rest = x.type.shape[1:]
-    return compute(e, t, lambda e, n, j: e.read(x, [n] + unravel(e, j, rest)), names=["n", "j"],
+    return compute(e, t, lambda e, n, j: e.read(x, [n] + unravel_flat(e, j, rest)), names=["n", "j"],
                    name=stage_name(op, "T_batch_flatten"))
 
 
@@ -555,7 +523,7 @@ def _at(op, n, c, h, w):
 @strategy("nn.depth_to_space")
 def depth_to_space(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     b = op.attributes["block_size"]
     c_out = t.shape[3] if op.attributes["layout"] == "NHWC" else t.shape[1]
     dcr = op.attributes["mode"] == "DCR"
@@ -572,7 +540,7 @@ def depth_to_space(e, op, args):
 @strategy("nn.space_to_depth")
 def space_to_depth(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     b = op.attributes["block_size"]
     c_in = x.type.shape[3] if op.attributes["layout"] == "NHWC" else x.type.shape[1]
 
@@ -584,26 +552,68 @@ def space_to_depth(e, op, args):
     return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_space_to_depth"))
 
 
-# -- nn.conv2d in blocked layouts ----------------------------------------------------------------
+# -- nn.conv2d ------------------------------------------------------------------------------------
 
-_conv2d_plain = None
-
-
-def _conv2d(e, op, args):
-    """strategies.conv2d handles the plain layouts (its stages are what the
-    schedules and tests know); blocked ones (NCHW16c, OIHW16i16o) go
-    through conv_compute."""
+@strategy("nn.conv2d")
+def conv2d(e, op, args):
+    """Plain layouts (NCHW, NHWC, OIHW, HWIO, ...): :func:`conv2d_plain`,
+    whose stages are what the schedules and tests know; blocked ones
+    (NCHW16c, OIHW16i16o) go through :func:`conv_compute`."""
     if any(lay.is_blocked() for lay in op.layouts()):
-        return conv_compute(e, op, _tensor(e, args[0], "data"), _tensor(e, args[1], "weight"))
-    return _conv2d_plain(e, op, args)
+        return conv_compute(e, op, as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight"))
+    return conv2d_plain(e, op, args)
 
 
-def _register_conv2d():
-    global _conv2d_plain
-    from .strategies import STRATEGIES
-    if STRATEGIES.get("nn.conv2d") is not _conv2d:
-        _conv2d_plain = STRATEGIES["nn.conv2d"]
-        STRATEGIES["nn.conv2d"] = _conv2d
+def conv2d_plain(e, op, args):
+    t = out_type(op)
+    x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
+    a = op.attributes
+    dl, kl, ol = op.layouts()
+    ds, ks = dl.primal_shape(x.type.shape), kl.primal_shape(w.type.shape)
+    sh, sw = a["strides"]
+    dh, dw = a["dilation"]
+    pt, pl, pb, pr = a["padding"]
+    groups = a["groups"]
+    cin, kh, kw = ks["I"], ks["H"], ks["W"]
+    og = ks["O"] // groups
+    ot = t.element_type
+    if pt or pl or pb or pr:
+        x = _pad2d(e, x, dl, ds, pt, pl, pb, pr)
+
+    def body(e, *idx):
+        o = {ax: idx[ol.index(ax)] for ax in "NCHW"}
+        rc, ry, rx = idx[4:]
+        ic = e.add(e.mul(e.floordiv(o["C"], og), cin), rc) if groups > 1 else rc
+        pos = {"N": o["N"], "C": ic,
+               "H": e.add(e.mul(o["H"], sh), e.mul(ry, dh)), "W": e.add(e.mul(o["W"], sw), e.mul(rx, dw))}
+        kpos = {"O": o["C"], "I": rc, "H": ry, "W": rx}
+        xv = e.cast(e.read(x, [pos[ax] for ax in dl.axes]), ot)
+        wv = e.cast(e.read(w, [kpos[ax] for ax in kl.axes]), ot)
+        return e.binary("mul", xv, wv)
+    names = [ax.lower() for ax in ol.axes]
+    return compute(e, t, body, reduce=[("rc", cin), ("ry", kh), ("rx", kw)], reducer="sum",
+                   names=names, name=stage_name(op, "conv2d"))
 
 
-_register_conv2d()
+def _pad2d(e, x, layout, sizes, pt, pl, pb, pr):
+    """The zero-padded input of conv2d_plain: reads x only inside it (guarded read)."""
+    h, w = sizes["H"], sizes["W"]
+    shape = [{"H": h + pt + pb, "W": w + pl + pr}.get(ax, n) for ax, n in zip(layout.axes, x.type.shape)]
+    t = T.TensorType(shape, x.type.element_type)
+    hi, wi = layout.index("H"), layout.index("W")
+
+    def body(e, *idx):
+        y, xx = idx[hi], idx[wi]
+        conds = []
+        if pt:
+            conds.append(e.cmp("ge", y, pt))
+        if pb:
+            conds.append(e.cmp("lt", y, h + pt))
+        if pl:
+            conds.append(e.cmp("ge", xx, pl))
+        if pr:
+            conds.append(e.cmp("lt", xx, w + pl))
+        src = list(idx)
+        src[hi], src[wi] = e.sub(y, pt), e.sub(xx, pl)
+        return e.read(x, src, guard=e.all_of(conds), else_value=0.0)
+    return compute(e, t, body, names=[ax.lower() for ax in layout.axes], name="pad")

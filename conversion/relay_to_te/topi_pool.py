@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .strategies import _tensor, out_type, stage_name, strategy
-from .topi_nn import in_range, layout_names, primal_index, read_primal
+from .registry import as_tensor, in_range, layout_names, out_type, primal_index, read_primal, stage_name, strategy
 
 
 def _lowest(et):
@@ -61,14 +60,14 @@ WINDOW = [f"nn.{k}_pool{n}d" for k in ("max", "avg") for n in (1, 2, 3)]
 @strategy(*WINDOW)
 def window_pool(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     a = op.attributes
     dl, ol = op.layouts()
     sp = op.spatial
     nd = len(sp)
     ins = dl.primal_shape(x.type.shape)
     ks, st, dil, pad = a["pool_size"], a["strides"], a["dilation"], a["padding"]
-    avg = op.op_name.startswith("nn.avg")
+    avg = op.AVG
     et = t.element_type
     acc = _sum_type(et) if avg else et
 
@@ -115,12 +114,12 @@ ADAPTIVE = ["nn.global_max_pool2d", "nn.global_avg_pool2d"] + \
 @strategy(*ADAPTIVE)
 def adaptive_pool(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     dl, ol = op.layouts()
     sp = op.spatial
     ins = dl.primal_shape(x.type.shape)
     outs = ol.primal_shape(t.shape)
-    avg = "avg" in op.op_name
+    avg = op.AVG
     et = t.element_type
     acc = _sum_type(et) if avg else et
 

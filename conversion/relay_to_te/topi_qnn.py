@@ -28,10 +28,12 @@ become a balanced select tree over the channel index.
 
 from __future__ import annotations
 
+from ...dialects.relay.ops.function import ConstantOp
+from ...dialects.relay.ops.qnn import QnnSubtractOp
 from ...dialects.te.builder import compute
 from ...ir import types as T
 from ...ir.lazy import lazy_module
-from .strategies import Scalar, _tensor, axis_names, load, out_type, stage_name, strategy
+from .registry import Scalar, as_tensor, axis_names, load, out_type, stage_name, strategy
 from .topi_nn import batch_matmul_body, conv_compute
 
 np = lazy_module("numpy")
@@ -64,7 +66,7 @@ def static(op, i, args):
     if isinstance(arg, Scalar):
         return np.asarray(arg.value)
     d = op.operands[i].defining_op()
-    if d is None or d.name != "relay.constant":
+    if not isinstance(d, ConstantOp):
         raise op.error(f"te lowering needs the scales of '{op.op_name}' as constants "
                        f"(operand {i} is computed at run time)")
     return d.value.array
@@ -187,7 +189,7 @@ def requantize(e, op, args):
 @strategy("qnn.conv2d")
 def qnn_conv2d(e, op, args):
     t = out_type(op)
-    x, w, z_in, z_w = _tensor(e, args[0], "data"), _tensor(e, args[1], "kernel"), args[2], args[3]
+    x, w, z_in, z_w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "kernel"), args[2], args[3]
     ot = t.element_type
     # q - z_in first: the padding is zero in that space, as the reference's
     xs = compute(e, T.TensorType(x.type.shape, ot),
@@ -199,7 +201,7 @@ def qnn_conv2d(e, op, args):
 @strategy("qnn.dense")
 def qnn_dense(e, op, args):
     t = out_type(op)
-    x, w, z_in, z_w = _tensor(e, args[0], "data"), _tensor(e, args[1], "weight"), args[2], args[3]
+    x, w, z_in, z_w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight"), args[2], args[3]
     ot = t.element_type
 
     def body(e, *idx):
@@ -215,7 +217,7 @@ def qnn_dense(e, op, args):
 @strategy("qnn.batch_matmul")
 def qnn_batch_matmul(e, op, args):
     t = out_type(op)
-    x, y = _tensor(e, args[0], "x"), _tensor(e, args[1], "y")
+    x, y = as_tensor(e, args[0], "x"), as_tensor(e, args[1], "y")
     ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
     ot = t.element_type
     k = x.type.shape[1] if ta else x.type.shape[2]
@@ -241,7 +243,7 @@ def qnn_add(e, op, args):
     s_o = static(op, 6, args)
     z_o = args[7]
     lo, hi = _Q().qrange(T.to_numpy_dtype(t.element_type))
-    sub = op.op_name == "qnn.subtract"
+    sub = isinstance(op, QnnSubtractOp)
 
     def body(e, *idx):
         zo = param(e, z_o, T.i32, 0)
@@ -280,7 +282,7 @@ def qnn_mul(e, op, args):
 def qnn_concatenate(e, op, args):
     t = out_type(op)
     n = op.num_inputs
-    data = [_tensor(e, a, f"data{i}") for i, a in enumerate(args[:n])]
+    data = [as_tensor(e, a, f"data{i}") for i, a in enumerate(args[:n])]
     axis = op.attributes["axis"] % t.rank
     s_o, z_o = static(op, 3 * n, args), args[3 * n + 1]
     scales = [static(op, n + i, args) for i in range(n)]

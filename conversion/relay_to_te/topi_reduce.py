@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import math
 
+from ...dialects.relay.ops.reduce import ArgmaxOp, StdOp
 from ...dialects.te.builder import compute, reducer_identity
 from ...ir import types as T
-from .strategies import Scalar, axis_names, out_type, stage_name, strategy
-from . import topi_elemwise as ew   # a module, not names: either may be imported first
+from . import topi_elemwise as ew
+from .registry import Scalar, axis_names, out_type, stage_name, strategy
 
 
 def read_input(e, x, full):
@@ -187,7 +188,7 @@ def variance(e, op, args):
 
     def finish(e, v):
         v = e.binary("div", v, e.const(div, et))
-        return e.intrin("sqrt", v) if op.op_name == "std" else v
+        return e.intrin("sqrt", v) if isinstance(op, StdOp) else v
     return pointwise(e, op, [ss], finish, et, name)
 
 
@@ -198,7 +199,7 @@ def argreduce(e, op, args):
     t = out_type(op)
     x = args[0]
     xt = x.type.element_type
-    kind = "max" if op.op_name == "argmax" else "min"
+    kind = "max" if isinstance(op, ArgmaxOp) else "min"
     name = stage_name(op, "T_" + op.op_name)
     shape = tuple(x.type.shape)
     axes = op.reduce_axes(len(shape))

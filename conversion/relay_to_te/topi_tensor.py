@@ -1,5 +1,5 @@
 """TE computes for relay's tensor creation, indexing, sorting and scan operators
-(registered into strategies.STRATEGIES).
+(registered with registry.strategy).
 
     zeros, ones, full       a constant (full: the fill value read at [0, ..], cast)
     arange                  start + cast(i) * step, in the result's dtype (as TVM)
@@ -25,10 +25,10 @@ lowering it is an error at the op.
 
 from __future__ import annotations
 
+from ...dialects.relay.ops.tensor import ArgsortOp, CumprodOp, OnesOp
 from ...dialects.te.builder import compute, reducer_identity
 from ...ir import types as T
-from .strategies import Scalar, _tensor, axis_names, out_type, stage_name, strategy
-from .topi_transform import as_index, ravel, unravel
+from .registry import Scalar, as_index, as_tensor, axis_names, out_type, ravel, stage_name, strategy, unravel
 
 
 def _const_fill(e, op, value_of, name):
@@ -57,7 +57,7 @@ def convert(e, v, et):
 
 @strategy("zeros", "ones")
 def zeros_ones(e, op, args):
-    value = 1 if op.op_name == "ones" else 0
+    value = 1 if isinstance(op, OnesOp) else 0
     return _const_fill(e, op, lambda e, et: e.const(value, et), "T_" + op.op_name)
 
 
@@ -117,7 +117,7 @@ def _index(e, arg, at):
 @strategy("take")
 def take(e, op, args):
     t = out_type(op)
-    x, ind = _tensor(e, args[0], "data"), args[1]
+    x, ind = as_tensor(e, args[0], "data"), args[1]
     irank = ind.type.rank
     axis = op.attributes.get("axis")
     mode = op.attributes["mode"]
@@ -150,7 +150,7 @@ def take(e, op, args):
 @strategy("gather")
 def gather(e, op, args):
     t = out_type(op)
-    x, ind = _tensor(e, args[0], "data"), args[1]
+    x, ind = as_tensor(e, args[0], "data"), args[1]
     axis = op.attributes["axis"] % t.rank
 
     def body(e, *idx):
@@ -163,7 +163,7 @@ def gather(e, op, args):
 @strategy("gather_nd")
 def gather_nd(e, op, args):
     t = out_type(op)
-    x, ind = _tensor(e, args[0], "data"), _tensor(e, args[1], "indices")
+    x, ind = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "indices")
     b = op.attributes["batch_dims"]
     m, ipos = ind.type.shape[0], ind.type.rank - 1
 
@@ -234,7 +234,7 @@ def _scatter(e, op, x, u, reduce, match, update_at, mode):
 
 @strategy("scatter_elements")
 def scatter_elements(e, op, args):
-    x, ind, u = (_tensor(e, a, w) for a, w in zip(args, ("data", "indices", "updates")))
+    x, ind, u = (as_tensor(e, a, w) for a, w in zip(args, ("data", "indices", "updates")))
     rank = x.type.rank
     a = op.attributes["axis"] % rank
     ishape = ind.type.shape
@@ -252,7 +252,7 @@ def scatter_elements(e, op, args):
 
 @strategy("scatter_nd")
 def scatter_nd(e, op, args):
-    x, ind, u = (_tensor(e, a, w) for a, w in zip(args, ("data", "indices", "updates")))
+    x, ind, u = (as_tensor(e, a, w) for a, w in zip(args, ("data", "indices", "updates")))
     m, ys = ind.type.shape[0], list(ind.type.shape[1:])
     # no update axes (indices of shape (M,)): one update, a reduce axis of extent 1
     reduce = [(f"y{k}", n) for k, n in enumerate(ys)] or [("y", 1)]
@@ -336,17 +336,17 @@ def _indices(e, order, et, name):
 
 @strategy("sort", "argsort")
 def sort(e, op, args):
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     axis = op.attributes["axis"] % x.type.rank
     order = _order(e, op, x, axis, x.type.shape[axis], op.attributes["is_ascend"])
-    if op.op_name == "sort":
+    if not isinstance(op, ArgsortOp):
         return _values(e, x, order, axis, stage_name(op, "T_sort"))
     return _indices(e, order, out_type(op).element_type, stage_name(op, "T_argsort"))
 
 
 @strategy("topk")
 def topk(e, op, args):
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     a = op.attributes
     axis = a["axis"] % x.type.rank
     n = x.type.shape[axis]
@@ -366,8 +366,8 @@ def topk(e, op, args):
 def cumulative(e, op, args):
     t = out_type(op)
     et = t.element_type
-    x = _tensor(e, args[0], "data")
-    reducer = "sum" if op.op_name == "cumsum" else "prod"
+    x = as_tensor(e, args[0], "data")
+    reducer = "prod" if isinstance(op, CumprodOp) else "sum"
     upto = "lt" if op.attributes["exclusive"] else "le"
     axis = op.attributes.get("axis")
     flat = axis is None

@@ -1,4 +1,4 @@
-"""TE computes for relay's data-movement operators (registered into strategies.STRATEGIES).
+"""TE computes for relay's data-movement operators (registered with registry.strategy).
 
 Every op here is one or more injective te.computes ``out[idx] = x[src(idx)]``;
 only einsum reduces.
@@ -24,49 +24,13 @@ from __future__ import annotations
 
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .strategies import Scalar, _tensor, axis_names, load, out_type, stage_name, strategy
-
-
-# -- index helpers (shared with topi_tensor) ---------------------------------------------
-
-def ravel(e, idx, shape):
-    """The row-major linear position of `idx` in `shape`."""
-    lin = 0
-    for i, n in zip(idx, shape):
-        lin = e.add(e.mul(lin, n), i)
-    return lin
-
-
-def unravel(e, lin, shape):
-    """The inverse of :func:`ravel`; a size-1 dimension is index 0, and the
-    leading dimension needs no modulo (lin < prod(shape))."""
-    out, stride = [], 1
-    for d in reversed(range(len(shape))):
-        n = shape[d]
-        q = e.floordiv(lin, stride)
-        out.append(0 if n == 1 else q if d == 0 else e.floormod(q, n))
-        stride *= n
-    return out[::-1]
-
-
-def prod(xs):
-    p = 1
-    for x in xs:
-        p *= x
-    return p
-
-
-def as_index(e, v):
-    """An element value (any integer type) as an index."""
-    if v.type is T.i1:
-        v = e.op("arith.extui", [v], [T.i32])
-    return e.cast(v, T.index)
+from .registry import Scalar, as_index, as_tensor, axis_names, load, out_type, ravel, stage_name, strategy, unravel
 
 
 def _copy(e, op, x, src_of, name):
     """``out[idx] = x[src_of(e, idx)]`` over the result type of `op`."""
     t = out_type(op)
-    x = _tensor(e, x, "data")
+    x = as_tensor(e, x, "data")
     return compute(e, t, lambda e, *idx: e.read(x, src_of(e, list(idx))),
                    names=axis_names(t.rank), name=stage_name(op, name))
 
@@ -131,7 +95,7 @@ def _select_inputs(e, xs, a, idx, ranges, src_of):
 @strategy("concatenate")
 def concatenate(e, op, args):
     t = out_type(op)
-    xs = [_tensor(e, x, "data") for x in args]
+    xs = [as_tensor(e, x, "data") for x in args]
     a = op.attributes["axis"] % t.rank
     ranges, off = [], 0
     for x in xs:
@@ -152,7 +116,7 @@ def concatenate(e, op, args):
 @strategy("stack")
 def stack(e, op, args):
     t = out_type(op)
-    xs = [_tensor(e, x, "data") for x in args]
+    xs = [as_tensor(e, x, "data") for x in args]
     a = op.attributes["axis"] % t.rank
 
     def body(e, *idx):
@@ -165,7 +129,7 @@ def stack(e, op, args):
 @strategy("split")
 def split(e, op, args):
     """One compute per piece; the strategy returns them as a tuple."""
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     rank = x.type.rank
     a = op.attributes["axis"] % rank
     outs, off = [], 0
@@ -234,7 +198,7 @@ def reverse(e, op, args):
 @strategy("reverse_sequence")
 def reverse_sequence(e, op, args):
     t = out_type(op)
-    x = _tensor(e, args[0], "data")
+    x = as_tensor(e, args[0], "data")
     lengths = args[1]
     s, b = op.axes(t.rank)
     n = t.shape[s]
@@ -285,7 +249,7 @@ def einsum_labels(op, shapes):
 @strategy("einsum")
 def einsum(e, op, args):
     t = out_type(op)
-    xs = [_tensor(e, x, "data") for x in args]
+    xs = [as_tensor(e, x, "data") for x in args]
     labels, out, sizes = einsum_labels(op, [x.type.shape for x in xs])
     summed = []
     for ls in labels:
@@ -304,3 +268,27 @@ def einsum(e, op, args):
     return compute(e, t, body, reduce=reduce, reducer="sum" if reduce else None, names=names,
                    name=stage_name(op, "T_einsum"))
 
+
+@strategy("layout_transform")
+def layout_transform(e, op, args):
+    t = out_type(op)
+    x = as_tensor(e, args[0], "data")
+    src, dst = op.layouts()
+
+    def body(e, *idx):
+        primal = {}
+        for ax in dst.primal:
+            v = idx[dst.index(ax)]
+            f = dst.factors.get(ax.lower())
+            primal[ax] = e.add(e.mul(v, f), idx[dst.index(ax.lower())]) if f else v
+        sidx = []
+        for ax in src.axes:
+            if ax.isupper():
+                f = src.factors.get(ax.lower())
+                sidx.append(e.floordiv(primal[ax], f) if f else primal[ax])
+            else:
+                sidx.append(e.floormod(primal[ax.upper()], src.factors[ax]))
+        return e.read(x, sidx)
+    names = [ax.lower() if ax.isupper() else f"{ax}{dst.factors[ax]}" for ax in dst.axes]
+    return compute(e, t, body, names=names,
+                   name=stage_name(op, "T_layout_trans"))

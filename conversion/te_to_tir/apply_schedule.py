@@ -28,17 +28,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.pass_manager import ModulePass
+from ...ir.pass_manager import ModulePass, option
 
 
 @dataclass
 class ApplySchedule(ModulePass):
-    """``--apply-schedule`` applies the schedule ops in each te.func;
+    """Carry out te schedule ops: each te function becomes explicit loop nests.
+
+    ``--apply-schedule`` applies the schedule ops in each te.func;
     ``--apply-schedule=s.te`` (or ``file=s.te``) first adds the te.schedule
     blocks of the file s.te (schedule_file.py)."""
 
     NAME = "apply-schedule"
-    file: str = ""
+    OP = "te.func"
+    file: str = option("", "a file of te.schedule blocks to add to the te functions first")
 
     @classmethod
     def from_options(cls, text: str, base_offset: int = 0):
@@ -48,14 +51,25 @@ class ApplySchedule(ModulePass):
         return super().from_options(text, base_offset)
 
     def run(self, module, ctx):
-        if self.file:
-            from .schedule_file import load_schedule_file
-            load_schedule_file(module, self.file)
-        for op in list(module.body.ops):
-            self.run_on(op, ctx)
+        self._load_file(module)
+        super().run(module, ctx)
+
+    def _load_file(self, module):
+        """Add the schedule file's blocks to `module`, once per module (a
+        nested run starts from a function)."""
+        if not self.file or getattr(self, "_loaded_into", None) is module:
+            return
+        from .schedule_file import load_schedule_file
+        load_schedule_file(module, self.file)
+        self._loaded_into = module
 
     def run_on(self, op, ctx):
-        if op.name == "te.func" and needs_schedule(op):
+        from ...dialects.te.ops import FuncOp
+        if not isinstance(op, FuncOp):
+            return
+        if self.file and op.parent is not None:
+            self._load_file(op.parent_op())
+        if needs_schedule(op):
             apply_to_func(op)
             ctx.stat(self, "functions scheduled")
 

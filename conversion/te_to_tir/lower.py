@@ -35,18 +35,26 @@ from ...ir.pass_manager import ModulePass
 
 @dataclass
 class LowerTEToTIR(ModulePass):
+    """Turn scheduled te functions into tir functions over buffers.
+
+    Each te.func is replaced by its tir.func (scheduling it first when it
+    still has computes); on the whole module, te.reducer ops no te.func
+    needs any more go too."""
+
     NAME = "lower-te-to-tir"
+    OP = "te.func"
 
     def run(self, module, ctx):
-        for op in list(module.body.ops):
-            self.run_on(op, ctx)
-        if not any(op.name == "te.func" for op in module.body.ops):
+        from ...dialects.te.ops import FuncOp, ReducerOp
+        super().run(module, ctx)
+        if not any(isinstance(op, FuncOp) for op in module.body.ops):
             for op in list(module.body.ops):   # user reducers were cloned into the loops
-                if op.name == "te.reducer":
+                if isinstance(op, ReducerOp):
                     op.erase()
 
     def run_on(self, op, ctx):
-        if op.name != "te.func":
+        from ...dialects.te.ops import FuncOp
+        if not isinstance(op, FuncOp):
             return
         from .apply_schedule import apply_to_func, needs_schedule
         if needs_schedule(op):

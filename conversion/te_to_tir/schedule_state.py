@@ -105,7 +105,9 @@ def int_attr(op, key):
     v = op.attributes.get(key)
     if isinstance(v, DialectAttr):
         if v.name == "tune.knob" and v.params and isinstance(v.params[0], str):
-            raise op.error(f"knob '{v.params[0]}' has no value: run --apply-history-best")
+            raise op.error(f"knob '{v.params[0]}' has no value: put a number in its place, or move the "
+                               f"schedule, with numbers, into a file for --apply-schedule=FILE (filling "
+                               f"knobs from tuning logs is not implemented yet)")
         raise op.error(f"'{key}' must be an integer, got #{v.name}")
     return v
 

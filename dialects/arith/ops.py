@@ -11,50 +11,46 @@ Custom forms::
 
 Besides MLIR's set: ``arith.floordivsi`` / ``arith.floormodsi`` are TVM's
 floordiv and floormod (rounding toward minus infinity), which index
-arithmetic after split and fuse needs.  ``EVAL`` is the numpy function that
-defines each op's meaning; interpreters and constant folding call it.
+arithmetic after split and fuse needs.
+
+What each op computes is defined once, in :mod:`.semantics` (widths and
+wrap-around, signedness, division, shifts, NaN, casts: see its docstring).
+``EVAL`` is that definition's array form, ``evaluator()`` the same specialised
+to the op's operand type, ``INDEX_EVAL`` the Python-int form for ``index``
+operands; interpreters, bounds analysis and constant folding call these.
 """
 
 from __future__ import annotations
 
 from ...ir import types as T
-from ...ir.lazy import lazy_module, np_function
+from ...ir.lazy import lazy_module
 from ...ir.attrkinds import ANY, STR
 from ...ir.core import Attr, Operation
 from ...ir.traits import COMMUTATIVE, PURE
 
+from . import semantics as S
+
 np = lazy_module("numpy")   # parsing and printing never need numpy
-
-
-def _floordiv(a, b):
-    return np.floor_divide(a, b)
-
-
-def _floormod(a, b):
-    return np.mod(a, b)
-
-
-def _truncdiv(a, b):
-    q = np.floor_divide(np.abs(a), np.abs(b))
-    return np.where((np.asarray(a) < 0) != (np.asarray(b) < 0), -q, q).astype(np.result_type(a, b))
-
-
-def _truncrem(a, b):
-    return np.fmod(a, b)
 
 
 class ArithOp(Operation):
     __slots__ = ()
     traits = frozenset({PURE})
-    EVAL = None
+    EVAL = None         # the array form of the op's semantics (numpy)
+    INDEX_EVAL = None   # the Python-int form, for index operands (None: none)
 
     @property
     def mnemonic(self):
         return self.name
 
+    def evaluator(self):
+        """The op's array form specialised to its operand types: a function
+        of the operand values (numpy scalars or arrays)."""
+        return self.EVAL
+
     def evaluate(self, *args):
         with np.errstate(all="ignore"):
-            return self.EVAL(*args)
+            return self.evaluator()(*args)
 
 
 class BinaryOp(ArithOp):
@@ -75,39 +71,46 @@ class BinaryOp(ArithOp):
         if self.FLOAT != T.is_float(et):
             raise self.error(f"expects {'float' if self.FLOAT else 'integer or index'} operands, got {a.type}")
 
-    def print_custom(self, p):
-        p.write(f"{self.name} {p.value(self.operands[0])}, {p.value(self.operands[1])} : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "$lhs `,` $rhs attr-dict `:` type($result)"
 
 
-def _binary(opname, fn, is_float, commutative=False):
+    def evaluator(self):
+        return self.SEMANTICS.for_type(T.element_type(self.operands[0].type))
+
+
+def _binary(clsname, opname, is_float, commutative=False):
     traits = frozenset({PURE, COMMUTATIVE}) if commutative else frozenset({PURE})
-    cls = type(opname.split(".")[1].capitalize() + "Op", (BinaryOp,),
-               {"__slots__": (), "name": opname, "EVAL": staticmethod(fn), "FLOAT": is_float, "traits": traits})
+    sem = S.BINARY[opname]
+    cls = type(clsname, (BinaryOp,),
+               {"__slots__": (), "name": opname, "SEMANTICS": sem, "EVAL": staticmethod(sem),
+                "INDEX_EVAL": staticmethod(sem.index) if sem.index is not None else None,
+                "DIVISION": sem.division, "FLOAT": is_float, "traits": traits, "__module__": __name__,
+                "__qualname__": clsname})
     return cls
 
 
-AddIOp = _binary("arith.addi", np_function("add"), False, True)
-SubIOp = _binary("arith.subi", np_function("subtract"), False)
-MulIOp = _binary("arith.muli", np_function("multiply"), False, True)
-DivSIOp = _binary("arith.divsi", _truncdiv, False)
-RemSIOp = _binary("arith.remsi", _truncrem, False)
-FloorDivSIOp = _binary("arith.floordivsi", _floordiv, False)
-FloorModSIOp = _binary("arith.floormodsi", _floormod, False)
-MaxSIOp = _binary("arith.maxsi", np_function("maximum"), False, True)
-MinSIOp = _binary("arith.minsi", np_function("minimum"), False, True)
-AndIOp = _binary("arith.andi", np_function("bitwise_and"), False, True)
-OrIOp = _binary("arith.ori", np_function("bitwise_or"), False, True)
-XOrIOp = _binary("arith.xori", np_function("bitwise_xor"), False, True)
-ShLIOp = _binary("arith.shli", np_function("left_shift"), False)
-ShRSIOp = _binary("arith.shrsi", np_function("right_shift"), False)
-AddFOp = _binary("arith.addf", np_function("add"), True, True)
-SubFOp = _binary("arith.subf", np_function("subtract"), True)
-MulFOp = _binary("arith.mulf", np_function("multiply"), True, True)
-DivFOp = _binary("arith.divf", np_function("divide"), True)
-RemFOp = _binary("arith.remf", np_function("fmod"), True)
-MaximumFOp = _binary("arith.maximumf", np_function("maximum"), True, True)
-MinimumFOp = _binary("arith.minimumf", np_function("minimum"), True, True)
-PowFOp = _binary("arith.powf", np_function("power"), True)
+AddIOp = _binary("AddIOp", "arith.addi", False, True)
+SubIOp = _binary("SubIOp", "arith.subi", False)
+MulIOp = _binary("MulIOp", "arith.muli", False, True)
+DivSIOp = _binary("DivSIOp", "arith.divsi", False)
+RemSIOp = _binary("RemSIOp", "arith.remsi", False)
+FloorDivSIOp = _binary("FloorDivSIOp", "arith.floordivsi", False)
+FloorModSIOp = _binary("FloorModSIOp", "arith.floormodsi", False)
+MaxSIOp = _binary("MaxSIOp", "arith.maxsi", False, True)
+MinSIOp = _binary("MinSIOp", "arith.minsi", False, True)
+AndIOp = _binary("AndIOp", "arith.andi", False, True)
+OrIOp = _binary("OrIOp", "arith.ori", False, True)
+XOrIOp = _binary("XOrIOp", "arith.xori", False, True)
+ShLIOp = _binary("ShLIOp", "arith.shli", False)
+ShRSIOp = _binary("ShRSIOp", "arith.shrsi", False)
+AddFOp = _binary("AddFOp", "arith.addf", True, True)
+SubFOp = _binary("SubFOp", "arith.subf", True)
+MulFOp = _binary("MulFOp", "arith.mulf", True, True)
+DivFOp = _binary("DivFOp", "arith.divf", True)
+RemFOp = _binary("RemFOp", "arith.remf", True)
+MaximumFOp = _binary("MaximumFOp", "arith.maximumf", True, True)
+MinimumFOp = _binary("MinimumFOp", "arith.minimumf", True, True)
+PowFOp = _binary("PowFOp", "arith.powf", True)
 
 BINARY_OPS = [c for c in list(globals().values()) if isinstance(c, type) and issubclass(c, BinaryOp)
               and c is not BinaryOp]
@@ -118,7 +121,7 @@ class NegFOp(ArithOp):
     name = "arith.negf"
     OPERANDS = ("operand",)
     RESULTS = ("result",)
-    EVAL = staticmethod(np_function("negative"))
+    EVAL = staticmethod(S.negf)
 
     def infer_types(self):
         return [self.operands[0].type]
@@ -129,8 +132,7 @@ class NegFOp(ArithOp):
         if not T.is_float(T.element_type(self.operands[0].type)):
             raise self.error(f"expects a float operand, got {self.operands[0].type}")
 
-    def print_custom(self, p):
-        p.write(f"{self.name} {p.value(self.operands[0])} : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "$operand attr-dict `:` type($result)"
 
 
 UNARY_OPS = [NegFOp]
@@ -172,46 +174,18 @@ class ConstantOp(ArithOp):
         t = self.results[0].type
         return np.array(self.attributes["value"], dtype=T.to_numpy_dtype(t))[()]
 
-    def print_custom(self, p):
-        from ...ir.attributes import print_attr
-        p.write(f"arith.constant {print_attr(self.attributes['value'])} : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "$value attr-dict `:` type($result)"
+
+    @classmethod
+    def coerce_parsed_attrs(cls, attrs, result_types):
+        """``arith.constant 1 : f32`` holds 1.0."""
+        if T.is_float(result_types[0]) and type(attrs.get("value")) is int:
+            attrs["value"] = float(attrs["value"])
+        return attrs
 
 
-def _as_unsigned(x):
-    """The two's-complement bits of a signed integer read as unsigned (-1 -> 2^n - 1)."""
-    x = np.asarray(x)
-    return x.astype(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
-
-
-def _unsigned(fn):
-    return lambda a, b: fn(_as_unsigned(a), _as_unsigned(b))
-
-
-CMPI_PREDICATES = {
-    "eq": np_function("equal"), "ne": np_function("not_equal"), "slt": np_function("less"), "sle": np_function("less_equal"),
-    "sgt": np_function("greater"), "sge": np_function("greater_equal"), "ult": _unsigned(np_function("less")), "ule": _unsigned(np_function("less_equal")),
-    "ugt": _unsigned(np_function("greater")), "uge": _unsigned(np_function("greater_equal")),
-}
-
-
-def _ordered(fn):
-    """True only when neither operand is NaN (and `fn` holds)."""
-    return lambda a, b: fn(a, b) & ~np.isnan(a) & ~np.isnan(b)
-
-
-def _unordered(fn):
-    """True when either operand is NaN, or `fn` holds (LLVM's u* predicates)."""
-    return lambda a, b: fn(a, b) | np.isnan(a) | np.isnan(b)
-
-
-# numpy's comparisons are false on NaN, which is right for the ordered
-# predicates except `one`; the unordered ones must be true on NaN.
-CMPF_PREDICATES = {
-    "oeq": np_function("equal"), "one": _ordered(np_function("not_equal")), "olt": np_function("less"), "ole": np_function("less_equal"),
-    "ogt": np_function("greater"), "oge": np_function("greater_equal"), "ueq": _unordered(np_function("equal")), "une": np_function("not_equal"),
-    "ult": _unordered(np_function("less")), "ule": _unordered(np_function("less_equal")), "ugt": _unordered(np_function("greater")),
-    "uge": _unordered(np_function("greater_equal")),
-}
+CMPI_PREDICATES = S.CMPI
+CMPF_PREDICATES = S.CMPF
 
 
 class _CmpOp(ArithOp):
@@ -240,18 +214,20 @@ class _CmpOp(ArithOp):
         if self.results[0].type is not self.infer_types()[0]:
             raise self.error(f"result must be {self.infer_types()[0]}")
 
-    def evaluate(self, a, b):
-        return self.PREDICATES[self.attributes["predicate"]](a, b)
+    def evaluator(self):
+        return self.PREDICATES[self.attributes["predicate"]]
 
-    def print_custom(self, p):
-        a, b = self.operands
-        p.write(f"{self.name} {self.attributes['predicate']}, {p.value(a)}, {p.value(b)} : {a.type}")
+    ASSEMBLY_FORMAT = "keyword($predicate) `,` $lhs `,` $rhs attr-dict `:` type($lhs)"
 
 
 class CmpIOp(_CmpOp):
     __slots__ = ()
     name = "arith.cmpi"
     PREDICATES = CMPI_PREDICATES
+    INDEX_PREDICATES = S.INDEX_CMP
+
+    def evaluator(self):
+        return S.cmpi_for_type(self.attributes["predicate"], T.element_type(self.operands[0].type))
 
 
 class CmpFOp(_CmpOp):
@@ -266,7 +242,7 @@ class SelectOp(ArithOp):
     name = "arith.select"
     OPERANDS = ("condition", "true_value", "false_value")
     RESULTS = ("result",)
-    EVAL = staticmethod(np_function("where"))
+    EVAL = staticmethod(S.select)
 
     def infer_types(self):
         return [self.operands[1].type]
@@ -278,9 +254,7 @@ class SelectOp(ArithOp):
         if T.element_type(c.type) is not T.i1:
             raise self.error(f"condition must be i1, got {c.type}")
 
-    def print_custom(self, p):
-        c, a, b = self.operands
-        p.write(f"arith.select {p.value(c)}, {p.value(a)}, {p.value(b)} : {a.type}")
+    ASSEMBLY_FORMAT = "$condition `,` $true_value `,` $false_value attr-dict `:` type($result)"
 
 
 class CastOp(ArithOp):
@@ -288,10 +262,8 @@ class CastOp(ArithOp):
     OPERANDS = ("operand",)
     RESULTS = ("result",)
 
-    def evaluate(self, a):
-        rt = T.element_type(self.results[0].type)
-        with np.errstate(all="ignore"):
-            return np.asarray(a).astype(T.to_numpy_dtype(rt))[()]
+    def evaluator(self):
+        return S.cast_fn(self.name, T.element_type(self.operands[0].type), T.element_type(self.results[0].type))
 
     def verify_(self):
         src = T.element_type(self.operands[0].type)
@@ -300,25 +272,25 @@ class CastOp(ArithOp):
         if not ok:
             raise self.error(f"cannot cast {self.operands[0].type} to {self.results[0].type}")
 
-    def print_custom(self, p):
-        p.write(f"{self.name} {p.value(self.operands[0])} : {self.operands[0].type} to {self.results[0].type}")
+    ASSEMBLY_FORMAT = "$operand attr-dict `:` type($operand) `to` type($result)"
 
 
-def _cast(opname, accept):
-    return type(opname.split(".")[1].capitalize() + "Op", (CastOp,),
-                {"__slots__": (), "name": opname, "ACCEPT": staticmethod(accept)})
+def _cast(clsname, opname, accept):
+    return type(clsname, (CastOp,),
+                {"__slots__": (), "name": opname, "ACCEPT": staticmethod(accept), "__module__": __name__,
+                 "__qualname__": clsname})
 
 
-IndexCastOp = _cast("arith.index_cast", lambda s, d: T.is_int(s) and T.is_int(d))
-SIToFPOp = _cast("arith.sitofp", lambda s, d: T.is_int(s) and T.is_float(d))
-UIToFPOp = _cast("arith.uitofp", lambda s, d: T.is_int(s) and T.is_float(d))
-FPToSIOp = _cast("arith.fptosi", lambda s, d: T.is_float(s) and T.is_int(d))
-FPToUIOp = _cast("arith.fptoui", lambda s, d: T.is_float(s) and T.is_int(d))
-ExtFOp = _cast("arith.extf", lambda s, d: T.is_float(s) and T.is_float(d) and d.width > s.width)
-TruncFOp = _cast("arith.truncf", lambda s, d: T.is_float(s) and T.is_float(d) and d.width < s.width)
-ExtSIOp = _cast("arith.extsi", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth > s.bitwidth)
-ExtUIOp = _cast("arith.extui", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth > s.bitwidth)
-TruncIOp = _cast("arith.trunci", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth < s.bitwidth)
+IndexCastOp = _cast("IndexCastOp", "arith.index_cast", lambda s, d: T.is_int(s) and T.is_int(d))
+SIToFPOp = _cast("SIToFPOp", "arith.sitofp", lambda s, d: T.is_int(s) and T.is_float(d))
+UIToFPOp = _cast("UIToFPOp", "arith.uitofp", lambda s, d: T.is_int(s) and T.is_float(d))
+FPToSIOp = _cast("FPToSIOp", "arith.fptosi", lambda s, d: T.is_float(s) and T.is_int(d))
+FPToUIOp = _cast("FPToUIOp", "arith.fptoui", lambda s, d: T.is_float(s) and T.is_int(d))
+ExtFOp = _cast("ExtFOp", "arith.extf", lambda s, d: T.is_float(s) and T.is_float(d) and d.width > s.width)
+TruncFOp = _cast("TruncFOp", "arith.truncf", lambda s, d: T.is_float(s) and T.is_float(d) and d.width < s.width)
+ExtSIOp = _cast("ExtSIOp", "arith.extsi", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth > s.bitwidth)
+ExtUIOp = _cast("ExtUIOp", "arith.extui", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth > s.bitwidth)
+TruncIOp = _cast("TruncIOp", "arith.trunci", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth < s.bitwidth)
 
 CAST_OPS = [IndexCastOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp, ExtFOp, TruncFOp, ExtSIOp, ExtUIOp, TruncIOp]
 

@@ -12,19 +12,22 @@
   op.  Storage starts as NaN (floats) so a read before a write shows; every
   access is bounds-checked and an out-of-bounds access is an error at the
   op.  (Lowered tir.funcs run on dialects/tir/interpreter.py, whose
-  semantics these match: index math on Python ints, floordiv/floormod
-  toward minus infinity, ``round`` half to even.)
+  semantics these match: index math on Python ints, ``round`` half to even.)
+* arith ops mean what :mod:`tvmd.dialects.arith.semantics` defines: the
+  array form on whole index grids and on non-index scalars, its Python-int
+  form on index scalars in the loop executor (where an index division by
+  zero is an error, as in the tir interpreter).
 """
 
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
+from ..arith import ops as A
 
 # elements of one compute evaluated at once (index grid incl. reduce axes)
 BOX_ELEMENTS = 1 << 22
@@ -174,9 +177,9 @@ def _eval_block(block, vals, env):
         elif name == "te.intrin":
             vals[op.results[0]] = intrinsic(op.attributes["intrin"], [get(v) for v in op.operands],
                                             op.results[0].type)
-        elif name == "arith.constant":
+        elif isinstance(op, A.ConstantOp):
             vals[op.results[0]] = op.evaluate()
-        elif hasattr(op, "evaluate"):
+        elif isinstance(op, A.ArithOp):
             vals[op.results[0]] = op.evaluate(*[get(v) for v in op.operands])
         else:
             raise InterpreterError(op.loc, f"the te interpreter cannot evaluate '{op.name}' in a compute body")
@@ -202,16 +205,6 @@ def _read_array(op, get):
 # -- loop executor -------------------------------------------------------------------
 
 _LOOP_OPS = {"te.realize", "te.write", "te.read", "te.intrin", "te.extern_call"}
-
-_INDEX_FNS = {
-    "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
-    "arith.floordivsi": operator.floordiv, "arith.floormodsi": operator.mod,
-    "arith.maxsi": max, "arith.minsi": min,
-    "arith.andi": lambda a, b: a and b, "arith.ori": lambda a, b: a or b,
-}
-_CMP_FNS = {"eq": operator.eq, "ne": operator.ne, "slt": operator.lt, "sle": operator.le,
-            "sgt": operator.gt, "sge": operator.ge, "olt": operator.lt, "ole": operator.le,
-            "ogt": operator.gt, "oge": operator.ge, "oeq": operator.eq, "une": operator.ne}
 
 
 class _Loops:
@@ -286,12 +279,12 @@ class _Loops:
         env = self.env
         ops = op.operands
         name = op.name
-        if not op.results or not hasattr(op, "evaluate"):
+        if not op.results or not isinstance(op, A.ArithOp):
             raise InterpreterError(op.loc, f"the loop executor cannot run '{name}'")
         r = op.results[0]
         if isinstance(r.type, T.VectorType):
             raise InterpreterError(op.loc, "the loop executor runs scalar code only")
-        if name == "arith.constant":
+        if isinstance(op, A.ConstantOp):
             c = op.evaluate()
             if r.type is T.index:
                 c = int(c)
@@ -299,34 +292,49 @@ class _Loops:
             def const():
                 env[r] = c
             return const
-        is_index = ops and all(v.type is T.index or v.type is T.i1 for v in ops)
-        if name in _INDEX_FNS and is_index:
-            fn, a, b = _INDEX_FNS[name], ops[0], ops[1]
+        is_index = ops and all(v.type is T.index for v in ops)
+        if is_index and op.INDEX_EVAL is not None:
+            fn, a, b = op.INDEX_EVAL, ops[0], ops[1]
+            if op.DIVISION:
+                loc = op.loc
+
+                def idiv():
+                    y = env[b]
+                    if y == 0:
+                        raise InterpreterError(loc, f"'{name}' divides by zero")
+                    env[r] = fn(env[a], y)
+                return idiv
 
             def ibin():
                 env[r] = fn(env[a], env[b])
             return ibin
-        if name in ("arith.cmpi", "arith.cmpf") and op.attributes["predicate"] in _CMP_FNS:
-            fn, a, b = _CMP_FNS[op.attributes["predicate"]], ops[0], ops[1]
+        if isinstance(op, A.CmpIOp) and is_index:
+            fn, a, b = op.INDEX_PREDICATES[op.attributes["predicate"]], ops[0], ops[1]
 
-            def cmp():
-                env[r] = bool(fn(env[a], env[b]))
-            return cmp
-        if name == "arith.select":
+            def icmp():
+                env[r] = fn(env[a], env[b])
+            return icmp
+        if isinstance(op, A.SelectOp):
             c, a, b = ops
 
             def sel():
                 env[r] = env[a] if env[c] else env[b]
             return sel
-        if name == "arith.index_cast":
+        if isinstance(op, A.IndexCastOp) and r.type is T.index:
             a = ops[0]
-            to_index = r.type is T.index
-            ev = op.evaluate
 
-            def icast():
-                env[r] = int(env[a]) if to_index else ev(env[a])
-            return icast
-        ev = op.evaluate
+            def to_index():
+                env[r] = int(env[a])
+            return to_index
+        ev = op.evaluator()
+        if r.type is T.i1:
+            def pred():
+                env[r] = bool(ev(*[env[v] for v in ops]))
+            return pred
+        if r.type is T.index:
+            def to_int():
+                env[r] = int(ev(*[env[v] for v in ops]))
+            return to_int
 
         def generic():
             env[r] = ev(*[env[v] for v in ops])
@@ -354,10 +362,16 @@ class _Loops:
         if op.guarded:
             c = op.condition
             other = np.asarray(op.attributes["else_value"]).astype(T.to_numpy_dtype(r.type))[()]
+            if r.type is T.index:
+                other = int(other)
 
             def gread():
-                env[r] = env[buf][index()] if env[c] else other
+                env[r] = (int(env[buf][index()]) if r.type is T.index else env[buf][index()]) if env[c] else other
             return gread
+        if r.type is T.index:   # index values are Python ints here
+            def iread():
+                env[r] = int(env[buf][index()])
+            return iread
 
         def read():
             env[r] = env[buf][index()]

@@ -364,9 +364,7 @@ class WriteOp(Operation):
         if d is None or d.name != "te.realize":
             raise self.error("writes only into storage made by te.realize")
 
-    def print_custom(self, p):
-        v, t, *idx = self.operands
-        p.write(f"te.write {p.value(v)}, {p.value(t)}[{p.values(idx)}] : {v.type}")
+    ASSEMBLY_FORMAT = "$value `,` $tensor `[` $indices `]` attr-dict `:` type($value)"
 
 
 class RealizeOp(Operation):
@@ -388,12 +386,7 @@ class RealizeOp(Operation):
             raise self.error(f"realizes a tensor, got {t}")
         check_sizes(self, t)
 
-    def print_custom(self, p):
-        p.write("te.realize")
-        if self.operands:
-            p.write(f" ({p.values(self.operands)})")
-        p.opt_attr_dict({k: v for k, v in self.attributes.items() if v is not None})
-        p.write(f" : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "(`(` $sizes^ `)`)? attr-dict `:` type($result)"
 
 
 class ExternOp(Operation):
@@ -415,8 +408,7 @@ class ExternOp(Operation):
     def verify_(self):
         check_extern_call(self, list(self.operands) + [self.results[0]])
 
-    def print_custom(self, p):
-        p.write(f"te.extern @{self.attributes['callee'].name}({p.values(self.operands)}) : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "$callee `(` $inputs `)` attr-dict `:` type($result)"
 
 
 class ExternCallOp(Operation):
@@ -437,8 +429,7 @@ class ExternCallOp(Operation):
         if d is None or d.name != "te.realize":
             raise self.error("writes its last operand, which must be storage made by te.realize")
 
-    def print_custom(self, p):
-        p.write(f"te.extern_call @{self.attributes['callee'].name}({p.values(self.operands)})")
+    ASSEMBLY_FORMAT = "$callee `(` $buffers `)` attr-dict"
 
 
 def check_extern_call(op, values):

@@ -1,4 +1,7 @@
-"""Parse callbacks for te.lark."""
+"""Parse callbacks for te.lark.
+
+te.write, te.realize, te.intrin, te.extern and te.extern_call have an
+``ASSEMBLY_FORMAT`` in ops.py; parser/grammar.py makes their rules."""
 
 from __future__ import annotations
 
@@ -10,12 +13,11 @@ from ...ir import types as T
 from ...ir.attributes import SymbolRef
 from ...ir.core import OpResult
 from ...ir.registry import get_op_class
-from .ops import ComputeOp, ExternCallOp, ExternOp, FuncOp, ReducerOp, IntrinOp, ReadOp, RealizeOp, ReturnOp, WriteOp, YieldOp
+from .ops import ComputeOp, FuncOp, ReducerOp, ReadOp, ReturnOp, YieldOp
 from .schedule_ops import AXIS, is_stage, stage_axis_count
 
 GRAMMAR = "te.lark"
-OP_RULES = ["te_reducer", "te_func", "te_compute", "te_read", "te_write", "te_realize", "te_intrin", "te_schedule", "te_stage", "te_extern",
-            "te_extern_call"]
+OP_RULES = ["te_reducer", "te_func", "te_compute", "te_read", "te_schedule", "te_stage"]
 
 _NAME = re.compile(r"%[A-Za-z0-9_$.\-]+(#[0-9]+)?")
 
@@ -132,31 +134,6 @@ class Syntax:
             operands.append(cond)
             attrs = {"else_value": v}
         return self.make_op(ReadOp, operands, [c[-1]], attrs, (), tok)
-
-    def te_write(self, c):
-        tok, val, tensor, idx, t = c
-        v = self.use(val)
-        if v.type is not t:
-            raise self.err(val, f"'{val}' has type {v.type}, not {t}")
-        return self.make_op(WriteOp, [v, self.use(tensor)] + self.uses_in(idx), (), None, (), tok)
-
-    def te_realize(self, c):
-        tok, t = c[0], c[-1]
-        attrs = next((x for x in c[1:-1] if isinstance(x, dict)), None)
-        sizes = [v for x in c[1:-1] if isinstance(x, Token) and x.type == "VALUE_LIST" for v in self.uses_in(x)]
-        return self.make_op(RealizeOp, sizes, [t], dict(attrs) if attrs else None, (), tok)
-
-    def te_intrin(self, c):
-        tok, name, vals, t = c
-        return self.make_op(IntrinOp, self.uses_in(vals), [t], {"intrin": name[1:-1]}, (), tok)
-
-    def te_extern(self, c):
-        tok, sym, vals, t = c
-        return self.make_op(ExternOp, self.uses_in(vals), [t], {"callee": SymbolRef(_symbol(sym))}, (), tok)
-
-    def te_extern_call(self, c):
-        tok, sym, vals = c
-        return self.make_op(ExternCallOp, self.uses_in(vals), (), {"callee": SymbolRef(_symbol(sym))}, (), tok)
 
     # -- schedules -----------------------------------------------------------------
 

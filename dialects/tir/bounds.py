@@ -26,6 +26,12 @@ needs: ``(o * 64 + v) floordiv 64`` is ``o + v floordiv 64``.
 from __future__ import annotations
 
 from ...ir import types as T
+from ..arith import ops as A
+
+# scalar meaning of the ops the interval rules evaluate on bounds (one
+# definition: dialects/arith/semantics.py)
+_floordiv = A.FloorDivSIOp.INDEX_EVAL
+_truncdiv = A.DivSIOp.INDEX_EVAL
 
 MAX_DEPTH = 64
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -34,7 +40,7 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 def const_int(v):
     """The Python int of an integer arith.constant value, else None."""
     d = v.defining_op()
-    if d is not None and d.name == "arith.constant" and T.is_int(v.type) and v.type is not T.i1:
+    if isinstance(d, A.ConstantOp) and T.is_int(v.type) and v.type is not T.i1:
         val = d.attributes["value"]
         if type(val) is int:
             return val
@@ -67,13 +73,8 @@ def _mul_interval(a, b):
 def _floordiv_interval(a, c):
     lo, hi = a
     if c > 0:
-        return (None if lo is None else lo // c, None if hi is None else hi // c)
-    return (None if hi is None else hi // c, None if lo is None else lo // c)
-
-
-def _truncdiv(x, c):
-    q = abs(x) // abs(c)
-    return -q if (x < 0) != (c < 0) else q
+        return (None if lo is None else _floordiv(lo, c), None if hi is None else _floordiv(hi, c))
+    return (None if hi is None else _floordiv(hi, c), None if lo is None else _floordiv(lo, c))
 
 
 class Bounds:
@@ -98,7 +99,7 @@ class Bounds:
         if c is not None:
             return (c, c)
         d = v.defining_op()
-        if t is not T.index and (d is None or d.name != "arith.index_cast"):
+        if t is not T.index and not isinstance(d, A.IndexCastOp):
             return (None, None)   # fixed-width integers wrap: interval arithmetic would lie
         if d is None:
             owner = v.block.parent_op
@@ -109,28 +110,27 @@ class Bounds:
                 hi = hi if isinstance(hi, int) else self.range(hi, depth)[1]
                 return (lo, None if hi is None else hi - 1)
             return (None, None)
-        name = d.name
         ops = d.operands
-        if name == "arith.addi":
+        if isinstance(d, A.AddIOp):
             a, b = self.range(ops[0], depth), self.range(ops[1], depth)
             return (_add(a[0], b[0]), _add(a[1], b[1]))
-        if name == "arith.subi":
+        if isinstance(d, A.SubIOp):
             a, b = self.range(ops[0], depth), self.range(ops[1], depth)
             return (_add(a[0], None if b[1] is None else -b[1]), _add(a[1], None if b[0] is None else -b[0]))
-        if name == "arith.muli":
+        if isinstance(d, A.MulIOp):
             return _mul_interval(self.range(ops[0], depth), self.range(ops[1], depth))
-        if name in ("arith.maxsi", "arith.minsi"):
+        if isinstance(d, (A.MaxSIOp, A.MinSIOp)):
             a, b = self.range(ops[0], depth), self.range(ops[1], depth)
-            if name == "arith.maxsi":
+            if isinstance(d, A.MaxSIOp):
                 return (None if a[0] is None and b[0] is None else max(x for x in (a[0], b[0]) if x is not None),
                         None if a[1] is None or b[1] is None else max(a[1], b[1]))
             return (None if a[0] is None or b[0] is None else min(a[0], b[0]),
                     None if a[1] is None and b[1] is None else min(x for x in (a[1], b[1]) if x is not None))
-        if name == "arith.select":
+        if isinstance(d, A.SelectOp):
             a, b = self.range(ops[1], depth), self.range(ops[2], depth)
             return (None if a[0] is None or b[0] is None else min(a[0], b[0]),
                     None if a[1] is None or b[1] is None else max(a[1], b[1]))
-        if name == "arith.index_cast":
+        if isinstance(d, A.IndexCastOp):
             a = self.range(ops[0], depth)
             w = 64 if t is T.index else t.width
             lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
@@ -141,25 +141,25 @@ class Bounds:
         if c is None or c == 0:
             return (None, None)
         a = self.range(ops[0], depth)
-        if name == "arith.floordivsi":
+        if isinstance(d, A.FloorDivSIOp):
             return _floordiv_interval(a, c)
-        if name == "arith.divsi":
+        if isinstance(d, A.DivSIOp):
             if a[0] is not None and a[1] is not None:
                 qs = (_truncdiv(a[0], c), _truncdiv(a[1], c))
                 return (min(qs), max(qs))
             return (None, None)
-        if name == "arith.floormodsi":
+        if isinstance(d, A.FloorModSIOp):
             if c > 0:
-                if a[0] is not None and a[1] is not None and a[0] // c == a[1] // c:
-                    k = a[0] // c
+                if a[0] is not None and a[1] is not None and _floordiv(a[0], c) == _floordiv(a[1], c):
+                    k = _floordiv(a[0], c)
                     return (a[0] - k * c, a[1] - k * c)
                 return (0, c - 1)
             return (c + 1, 0)
-        if name == "arith.remsi":
+        if isinstance(d, A.RemSIOp):
             m = abs(c) - 1
             if a[0] is not None and a[0] >= 0:
-                if a[1] is not None and a[0] // abs(c) == a[1] // abs(c):
-                    k = a[0] // abs(c)
+                if a[1] is not None and _floordiv(a[0], abs(c)) == _floordiv(a[1], abs(c)):
+                    k = _floordiv(a[0], abs(c))
                     return (a[0] - k * abs(c), a[1] - k * abs(c))
                 return (0, m)
             return (-m, m)
@@ -186,15 +186,15 @@ def linear(v, depth=0):
             return
         d = x.defining_op()
         if depth < MAX_DEPTH and d is not None and x.type is T.index:
-            if d.name == "arith.addi":
+            if isinstance(d, A.AddIOp):
                 add(d.operands[0], k, depth + 1)
                 add(d.operands[1], k, depth + 1)
                 return
-            if d.name == "arith.subi":
+            if isinstance(d, A.SubIOp):
                 add(d.operands[0], k, depth + 1)
                 add(d.operands[1], -k, depth + 1)
                 return
-            if d.name == "arith.muli":
+            if isinstance(d, A.MulIOp):
                 c0, c1 = const_int(d.operands[0]), const_int(d.operands[1])
                 if c1 is not None:
                     add(d.operands[0], k * c1, depth + 1)

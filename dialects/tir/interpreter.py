@@ -13,11 +13,12 @@ faster than a tree walk; it stays an oracle, not a fast path.
 
 Semantics (the ones codegen must match):
 
-* arith ops compute through their ``EVAL`` / ``evaluate`` (numpy, in the op's
-  own dtype, under one ``np.errstate(all="ignore")``).  ``index`` values are
-  Python ints and the integer index ops take a Python fast path with the same
-  meaning (floordiv/floormod round toward minus infinity); an index division
-  by zero is an error here (it is undefined behaviour in LLVM).
+* arith ops mean what :mod:`tvmd.dialects.arith.semantics` defines: the
+  array form (``op.evaluator()``: numpy, in the op's own dtype, under one
+  ``np.errstate(all="ignore")``) for fixed-width and float values; ``index``
+  values are Python ints and the index ops take the Python-int form
+  (``INDEX_EVAL``) of the same definition.  An index division by zero is an
+  error here (it is undefined behaviour in LLVM).
 * ``tir.load`` / ``tir.store`` index n-d buffers row-major; a ``vector<N>``
   access reads/writes N consecutive elements of the flattened buffer.  Every
   access is bounds checked (an error names the op's location), so an
@@ -38,12 +39,12 @@ Semantics (the ones codegen must match):
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
+from ..arith import ops as A
 
 
 # -- values of each type ------------------------------------------------------
@@ -65,44 +66,6 @@ def _caster(t):
         return lambda x: x if type(x) is st else st(x)
     # integers wrap to their width, as they do in compiled code
     return lambda x: x if type(x) is st else np.asarray(x).astype(dt)[()]
-
-
-def _floordiv(a, b):
-    return a // b
-
-
-def _floormod(a, b):
-    return a % b
-
-
-def _truncdiv(a, b):
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
-
-
-def _truncrem(a, b):
-    return a - b * _truncdiv(a, b)
-
-
-_U64 = (1 << 64) - 1
-
-# Python-int versions of the index ops (same meaning as their EVAL)
-_INDEX_BINARY = {
-    "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
-    "arith.floordivsi": _floordiv, "arith.floormodsi": _floormod,
-    "arith.divsi": _truncdiv, "arith.remsi": _truncrem,
-    "arith.maxsi": max, "arith.minsi": min,
-    "arith.andi": operator.and_, "arith.ori": operator.or_, "arith.xori": operator.xor,
-    "arith.shli": operator.lshift, "arith.shrsi": operator.rshift,
-}
-_DIVIDES = {"arith.floordivsi", "arith.floormodsi", "arith.divsi", "arith.remsi"}
-
-_INDEX_CMP = {
-    "eq": operator.eq, "ne": operator.ne, "slt": operator.lt, "sle": operator.le,
-    "sgt": operator.gt, "sge": operator.ge,
-    "ult": lambda a, b: (a & _U64) < (b & _U64), "ule": lambda a, b: (a & _U64) <= (b & _U64),
-    "ugt": lambda a, b: (a & _U64) > (b & _U64), "uge": lambda a, b: (a & _U64) >= (b & _U64),
-}
 
 
 def _vec_erf(x):
@@ -215,7 +178,7 @@ class _Compiler:
             return run_gen
         h = getattr(self, "op_" + name.replace(".", "_"), None)
         if h is None:
-            if name.startswith("arith."):
+            if isinstance(op, A.ArithOp):
                 return self.arith_generic(op)
             raise DiagnosticError(op.loc, f"the tir interpreter cannot run '{name}'")
         return h(op)
@@ -243,12 +206,13 @@ class _Compiler:
         rt = op.results[0].type
         cast = _caster(rt)
         srcs = [self.slot(v) for v in op.operands]
-        name = op.name
         loc = op.loc
-        if rt is T.index and name in _INDEX_BINARY and all(v.type is T.index for v in op.operands):
-            fn = _INDEX_BINARY[name]
+        if rt is T.index and op.INDEX_EVAL is not None and all(v.type is T.index for v in op.operands):
+            fn = op.INDEX_EVAL
             a, b = srcs
-            if name in _DIVIDES:
+            if op.DIVISION:
+                name = op.name
+
                 def div(env):
                     y = env[b]
                     if y == 0:
@@ -259,14 +223,14 @@ class _Compiler:
             def index_binary(env):
                 env[r] = fn(env[a], env[b])
             return index_binary
-        if name == "arith.cmpi" and op.operands[0].type is T.index:
-            fn = _INDEX_CMP[op.attributes["predicate"]]
+        if isinstance(op, A.CmpIOp) and op.operands[0].type is T.index:
+            fn = op.INDEX_PREDICATES[op.attributes["predicate"]]
             a, b = srcs
 
             def cmp(env):
                 env[r] = fn(env[a], env[b])
             return cmp
-        if name == "arith.select":
+        if isinstance(op, A.SelectOp):
             c, a, b = srcs
             if not isinstance(op.operands[0].type, T.VectorType):
                 def select(env):
@@ -276,13 +240,16 @@ class _Compiler:
             def vselect(env):
                 env[r] = cast(np.where(env[c], env[a], env[b]))
             return vselect
-        if name == "arith.index_cast" and rt is T.index:
+        if isinstance(op, A.IndexCastOp) and rt is T.index:
+            # the value of an iN (sign-extended), uiN or i1 (zero-extended) scalar
             a = srcs[0]
 
             def to_index(env):
                 env[r] = int(env[a])
             return to_index
-        ev = op.EVAL if op.EVAL is not None and not name.startswith("arith.cmp") else op.evaluate
+        if not isinstance(op, A.ArithOp):
+            raise DiagnosticError(loc, f"the tir interpreter cannot run '{op.name}'")
+        ev = op.evaluator()
         if len(srcs) == 1:
             a = srcs[0]
 

@@ -230,9 +230,7 @@ class LoadOp(Operation):
     def verify_(self):
         _check_access(self, self.operands[0], self.operands[1:], self.results[0].type)
 
-    def print_custom(self, p):
-        b, *idx = self.operands
-        p.write(f"tir.load {p.value(b)}[{p.values(idx)}] : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "$buffer `[` $indices `]` attr-dict `:` type($result)"
 
 
 class StoreOp(Operation):
@@ -245,9 +243,7 @@ class StoreOp(Operation):
         v, b, *idx = self.operands
         _check_access(self, b, idx, v.type)
 
-    def print_custom(self, p):
-        v, b, *idx = self.operands
-        p.write(f"tir.store {p.value(v)}, {p.value(b)}[{p.values(idx)}] : {v.type}")
+    ASSEMBLY_FORMAT = "$value `,` $buffer `[` $indices `]` attr-dict `:` type($value)"
 
 
 class AllocOp(Operation):
@@ -265,10 +261,7 @@ class AllocOp(Operation):
         if not isinstance(t, T.MemRefType) or not t.is_static:
             raise self.error(f"allocates a static memref, got {t}")
 
-    def print_custom(self, p):
-        p.write("tir.alloc")
-        p.opt_attr_dict(self.attributes)
-        p.write(f" : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "attr-dict `:` type($result)"
 
 
 class IfOp(Operation):
@@ -334,8 +327,7 @@ class IntrinOpBase(Operation):
             if v.type is not t:
                 raise self.error(f"argument type {v.type} differs from the result type {t}")
 
-    def print_custom(self, p):
-        p.write(f'{self.name} "{self.attributes["intrin"]}"({p.values(self.operands)}) : {self.results[0].type}')
+    ASSEMBLY_FORMAT = "$intrin `(` $args `)` attr-dict `:` type($result)"
 
 
 class IntrinOp(IntrinOpBase):
@@ -378,8 +370,7 @@ class BroadcastOp(Operation):
         if t.element_type is not self.operands[0].type:
             raise self.error(f"broadcasts a {self.operands[0].type} into {t}: element types differ")
 
-    def print_custom(self, p):
-        p.write(f"tir.broadcast {p.value(self.operands[0])} : {self.results[0].type}")
+    ASSEMBLY_FORMAT = "$value attr-dict `:` type($result)"
 
 
 class BarrierOp(Operation):
@@ -388,8 +379,7 @@ class BarrierOp(Operation):
     OPERANDS = ()
     RESULTS = ()
 
-    def print_custom(self, p):
-        p.write("tir.barrier")
+    ASSEMBLY_FORMAT = "attr-dict"
 
 
 ANNOTATION = ANY

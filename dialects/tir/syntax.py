@@ -1,15 +1,17 @@
-"""Parse callbacks for tir.lark."""
+"""Parse callbacks for tir.lark: the ops with regions (func, for, if).
+
+The other tir ops (load, store, alloc, broadcast, intrin, barrier) have an
+``ASSEMBLY_FORMAT`` in ops.py; parser/grammar.py makes their rules."""
 
 from __future__ import annotations
 
 from lark import Token
 
 from ...ir import types as T
-from .ops import AllocOp, BarrierOp, BroadcastOp, ForOp, FuncOp, IfOp, IntrinOp, LoadOp, StoreOp
+from .ops import ForOp, FuncOp, IfOp
 
 GRAMMAR = "tir.lark"
-OP_RULES = ["tir_func", "tir_for", "tir_load", "tir_store", "tir_alloc", "tir_if", "tir_intrin", "tir_barrier",
-           "tir_broadcast"]
+OP_RULES = ["tir_func", "tir_for", "tir_if"]
 
 
 def _symbol(tok):
@@ -79,29 +81,6 @@ class Syntax:
         attrs.update(ann)
         return self.make_op(ForOp, operands, (), attrs, [region], tok)
 
-    def index_list(self, tok):
-        return self.uses_in(tok)
-
-    def tir_load(self, c):
-        tok, buf, idx, t = c
-        return self.make_op(LoadOp, [self.use(buf)] + self.uses_in(idx), [t], None, (), tok)
-
-    def tir_store(self, c):
-        tok, val, buf, idx, t = c
-        v = self.use(val)
-        if v.type is not t:
-            raise self.err(val, f"'{val}' has type {v.type}, not {t}")
-        return self.make_op(StoreOp, [v, self.use(buf)] + self.uses_in(idx), (), None, (), tok)
-
-    def tir_alloc(self, c):
-        tok, t = c[0], c[-1]
-        attrs = next((x for x in c[1:-1] if isinstance(x, dict)), None)
-        return self.make_op(AllocOp, (), [t], dict(attrs) if attrs else None, (), tok)
-
-    def tir_broadcast(self, c):
-        tok, val, t = c
-        return self.make_op(BroadcastOp, [self.use(val)], [t], None, (), tok)
-
     def tir_if_header(self, c):
         self.open_op()
         return (c[0], self.use(c[1]))
@@ -110,10 +89,3 @@ class Syntax:
         self.close_op()
         (tok, cond), *regions = c
         return self.make_op(IfOp, [cond], (), None, regions, tok)
-
-    def tir_intrin(self, c):
-        tok, name, vals, t = c
-        return self.make_op(IntrinOp, self.uses_in(vals), [t], {"intrin": name[1:-1]}, (), tok)
-
-    def tir_barrier(self, c):
-        return self.make_op(BarrierOp, (), (), None, (), c[0])

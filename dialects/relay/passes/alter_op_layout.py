@@ -26,10 +26,13 @@ MIN_ROWS = 4
 
 @dataclass
 class AlterOpLayout(ModulePass):
-    """nn.dense with a constant weight and several rows -> nn.matmul with
-    the weight transposed at compile time."""
+    """Transpose constant dense weights for the llvm GEMM schedule (dense -> matmul).
+
+    nn.dense with a constant weight and several rows -> nn.matmul with the
+    weight transposed at compile time."""
 
     NAME = "alter-op-layout"
+    OP = "relay.func"
 
     def run(self, module, ctx):
         n = 0

@@ -39,18 +39,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ANY, ModulePass, option
 from ....ir.rewriter import RewritePattern, apply_patterns_greedily
 from . import defining_constant
 
 
 @dataclass
 class Canonicalize(ModulePass):
-    """Fold and apply canonicalization patterns to a fixed point."""
+    """Fold and apply each op's canonicalization patterns, to a fixed point.
+
+    Op-agnostic: nested under any anchor it rewrites inside that op."""
 
     NAME = "canonicalize"
-    max_iterations: int = 10
-    bias_add_to_add: bool = False
+    OP = ANY
+    max_iterations: int = option(10, "the most sweeps over the IR before giving up on a fixed point")
+    bias_add_to_add: bool = option(False, "rewrite nn.bias_add to add of a reshaped bias (TVM's CanonicalizeOps)")
 
     def validate(self):
         if self.max_iterations < 1:

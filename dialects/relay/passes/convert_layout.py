@@ -51,12 +51,11 @@ functions after the pass; --fold-constant then removes the weights').
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import ChainMap
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from . import erase_if_dead, relay_functions
 
 _BLOCKED_DATA = re.compile(r"^NC([DHW]+)(\d+)c$")
@@ -64,11 +63,14 @@ _BLOCKED_DATA = re.compile(r"^NC([DHW]+)(\d+)c$")
 
 @dataclass
 class ConvertLayout(ModulePass):
-    """Convert op layouts, transforming only at the boundaries."""
+    """Convert conv2d data layouts (e.g. nn.conv2d=NHWC), transforming only at boundaries."""
 
     NAME = "convert-layout"
+    OP = "relay.func"
     EXTRA_OPTIONS = "desired_layouts"
-    desired_layouts: dict[str, str] = dataclasses.field(default_factory=dict)
+    EXTRA_OPTIONS_HELP = ("OP=DATA[:KERNEL]: the layouts to give each such op, e.g. nn.conv2d=NHWC "
+                          "or nn.conv2d=NCHW4c:OIHW4i4o (kernel 'default': the one TVM pairs)")
+    desired_layouts: dict[str, str] = option({}, "op name -> DATA[:KERNEL] layout (written as OP=LAYOUT entries)")
 
     def validate(self):
         if not self.desired_layouts:

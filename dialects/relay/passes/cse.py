@@ -35,6 +35,7 @@ class CommonSubexprElimination(ModulePass):
     """Merge identical pure ops."""
 
     NAME = "cse"
+    OP = "relay.func"
 
     def run(self, module, ctx):
         body = module.regions[0].blocks[0]

@@ -27,9 +27,13 @@ from . import RELAY_FUNC, is_primitive, relay_functions
 
 @dataclass
 class DeadCodeElimination(ModulePass):
-    """Remove unused pure ops and unreferenced primitive functions."""
+    """Remove unused pure ops and unreachable private functions.
+
+    On one function only its dead ops go; on the module, unreferenced
+    primitive functions too."""
 
     NAME = "dce"
+    OP = "relay.func"
 
     def run(self, module, ctx):
         functions = {op.attributes["sym_name"]: op for op in module.regions[0].blocks[0].ops

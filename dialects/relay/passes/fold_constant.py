@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from . import defining_constant, erase_if_dead, relay_functions
 
 # a creation op with no operands folds only up to this many elements
@@ -50,7 +50,8 @@ class FoldConstant(ModulePass):
     """Evaluate subgraphs whose inputs are all constants."""
 
     NAME = "fold-constant"
-    fold_qnn: bool = False
+    OP = "relay.func"
+    fold_qnn: bool = option(False, "fold qnn ops too (TVM's fold_qnn)")
 
     def run(self, module, ctx):
         from .infer_type import ensure_types

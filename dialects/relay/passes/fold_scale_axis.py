@@ -46,6 +46,7 @@ class FoldScaleAxis(ModulePass):
     """Fold per-channel scales into conv2d/dense weights."""
 
     NAME = "fold-scale-axis"
+    OP = "relay.func"
 
     def run(self, module, ctx):
         from .infer_type import ensure_types

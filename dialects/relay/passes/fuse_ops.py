@@ -65,7 +65,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.traits import ISOLATED_FROM_ABOVE, TERMINATOR
 from . import relay_functions
 
@@ -81,12 +81,16 @@ _UNNAMED = frozenset({"relay.tuple", "relay.get_item"})
 
 @dataclass
 class FuseOps(ModulePass):
-    """Fuse relay ops into primitive functions, one kernel each."""
+    """Fuse relay ops into primitive functions, one kernel each.
+
+    A whole-module pass: each fused group becomes a new primitive function."""
 
     NAME = "fuse-ops"
-    max_depth: int = 256
-    opt_level: int = 2
-    reduce_epilogue: bool = True
+    OP = "builtin.module"
+    max_depth: int = option(256, "the most ops in one fused group")
+    opt_level: int = option(2, "TVM's opt level: 0 keeps each op in a kernel of its own")
+    reduce_epilogue: bool = option(True, "let a reduction fuse into its post-dominator through injective ops "
+                                         "(false: TVM's partition exactly)")
 
     def validate(self):
         if self.max_depth < 1:

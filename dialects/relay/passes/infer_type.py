@@ -47,9 +47,13 @@ _REFERENCES = ("relay.call", "relay.func_ref")
 
 @dataclass
 class InferType(ModulePass):
-    """Fill every ``?`` type in relay functions and check the declared ones."""
+    """Infer and check the type of every relay value.
+
+    Fills every ``?`` type in relay functions and checks the declared ones.
+    A whole-module pass: a callee's types are inferred before its callers'."""
 
     NAME = "infer-type"
+    OP = "builtin.module"
 
     def run(self, module, ctx):
         n = infer_module(module)

@@ -42,6 +42,7 @@ class SimplifyInference(ModulePass):
     """Rewrite batch_norm, dropout and the norms for inference."""
 
     NAME = "simplify-inference"
+    OP = "relay.func"
 
     def run(self, module, ctx):
         from .infer_type import ensure_types

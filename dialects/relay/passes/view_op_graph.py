@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.traits import TERMINATOR
 from . import relay_functions
 
@@ -48,12 +48,16 @@ REGION_CLUSTER = 'style="dashed"; color="#555555"'
 
 @dataclass
 class ViewOpGraph(ModulePass):
-    """Write a Graphviz picture of each function's dataflow."""
+    """Write a Graphviz picture of each function's dataflow.
+
+    A whole-module pass: fused groups are drawn from the functions they call."""
 
     NAME = "view-op-graph"
-    output: str = ""          # "" -> <function>.dot per function; "-" -> stderr; else one file
-    print_attrs: bool = False
-    max_label_len: int = 60
+    OP = "builtin.module"
+    output: str = option("", "where the dot text goes: '' one <function>.dot per function, "
+                             "'-' stderr, else all in this file")
+    print_attrs: bool = option(False, "show each op's attributes in its box")
+    max_label_len: int = option(60, "cut labels longer than this many characters")
 
     def validate(self):
         if self.max_label_len < 8:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ....ir import types as T
 from ....ir.pass_manager import ModulePass
 from ....ir.rewriter import Rewriter
-from ._util import binop, buffers_read, buffers_written, const, tir_funcs
+from ._util import binop, buffers_read, buffers_written, const
 
 
 class _Skip(Exception):
@@ -145,21 +145,22 @@ def inject(rw, alloc):
 
 @dataclass
 class InjectDoubleBuffer(ModulePass):
-    """The tir-inject-double-buffer pass (see the module docstring)."""
+    """Double-buffer allocations marked double_buffer."""
 
     NAME = "tir-inject-double-buffer"
+    OP = "tir.func"
 
-    def run(self, module, ctx):
+    def run_on(self, func, ctx):
+        from ..ops import AllocOp
         rw = Rewriter()
         done = skipped = 0
-        for func in tir_funcs(module):
-            for op in list(func.walk(include_self=False)):
-                if op.name == "tir.alloc" and op.attributes.get("double_buffer") is not None:
-                    try:
-                        inject(rw, op)
-                        done += 1
-                    except _Skip:
-                        skipped += 1
+        for op in list(func.walk(include_self=False)):
+            if isinstance(op, AllocOp) and op.attributes.get("double_buffer") is not None:
+                try:
+                    inject(rw, op)
+                    done += 1
+                except _Skip:
+                    skipped += 1
         if done:
             ctx.stat(self, "buffers-doubled", done)
         if skipped:

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import types as T
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
-from ._util import binop, const, only_loaded_and_stored, tir_funcs
+from ._util import binop, const, only_loaded_and_stored
 
 
 def _flattenable(buf) -> bool:
@@ -68,31 +68,32 @@ def flatten(rw, buf, shape):
 
 @dataclass
 class FlattenBuffer(ModulePass):
-    """The tir-flatten-buffer pass (see the module docstring)."""
+    """Flatten n-d buffer accesses to 1-d."""
 
     NAME = "tir-flatten-buffer"
-    flatten_params: bool = False
+    OP = "tir.func"
+    flatten_params: bool = option(False, "flatten the function's buffer parameters too (changes its signature)")
 
-    def run(self, module, ctx):
+    def run_on(self, func, ctx):
+        from ..ops import AllocOp
         rw = Rewriter()
         n = 0
-        for func in tir_funcs(module):
-            if self.flatten_params:
-                for a in func.buffer_args:
-                    if _flattenable(a):
-                        shape = a.type.shape
-                        a.type = _flat_type(a.type)   # the signature changes with it
-                        flatten(rw, a, shape)
-                        n += 1
-            for op in list(func.walk(include_self=False)):
-                if op.name == "tir.alloc" and _flattenable(op.results[0]):
-                    old = op.results[0]
-                    new = type(op)((), [_flat_type(old.type)], dict(op.attributes), (), op.loc)
-                    new.results[0].name = old.name
-                    rw.insert_before(op, new)
-                    rw.replace_all_uses(old, new.results[0])
-                    rw.erase_op(op)
-                    flatten(rw, new.results[0], old.type.shape)
+        if self.flatten_params:
+            for a in func.buffer_args:
+                if _flattenable(a):
+                    shape = a.type.shape
+                    a.type = _flat_type(a.type)   # the signature changes with it
+                    flatten(rw, a, shape)
                     n += 1
+        for op in list(func.walk(include_self=False)):
+            if isinstance(op, AllocOp) and _flattenable(op.results[0]):
+                old = op.results[0]
+                new = type(op)((), [_flat_type(old.type)], dict(op.attributes), (), op.loc)
+                new.results[0].name = old.name
+                rw.insert_before(op, new)
+                rw.replace_all_uses(old, new.results[0])
+                rw.erase_op(op)
+                flatten(rw, new.results[0], old.type.shape)
+                n += 1
         if n:
             ctx.stat(self, "buffers-flattened", n)

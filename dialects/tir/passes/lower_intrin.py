@@ -32,9 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import types as T
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
-from ._util import tir_funcs
 
 _AS = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 _P = 0.3275911
@@ -116,11 +115,12 @@ _LOWER = {"sigmoid": lower_sigmoid, "rsqrt": lower_rsqrt, "erf": lower_erf}
 
 @dataclass
 class LowerIntrin(ModulePass):
-    """The tir-lower-intrin pass (see the module docstring)."""
+    """Lower intrinsics the target lacks to arithmetic."""
 
     NAME = "tir-lower-intrin"
-    target: str = "llvm"
-    erf: str = "auto"
+    OP = "tir.func"
+    target: str = option("llvm", "the target whose missing intrinsics to lower: llvm or cuda")
+    erf: str = option("auto", "erf: auto (a polynomial on llvm vectors), libm (never lowered) or poly (always)")
 
     def validate(self):
         if self.target not in ("llvm", "cuda"):
@@ -141,15 +141,15 @@ class LowerIntrin(ModulePass):
             return self.erf == "poly" or (self.target == "llvm" and isinstance(t, T.VectorType))
         return False
 
-    def run(self, module, ctx):
+    def run_on(self, func, ctx):
+        from ..ops import IntrinOp
         rw = Rewriter()
         n = 0
-        for func in tir_funcs(module):
-            for op in list(func.walk(include_self=False)):
-                if op.name == "tir.intrin" and self.wanted(op):
-                    b = _Builder(rw, op, op.results[0].type)
-                    r = _LOWER[op.attributes["intrin"]](b, op.operands[0])
-                    rw.replace_op(op, [r])
-                    n += 1
+        for op in list(func.walk(include_self=False)):
+            if isinstance(op, IntrinOp) and self.wanted(op):
+                b = _Builder(rw, op, op.results[0].type)
+                r = _LOWER[op.attributes["intrin"]](b, op.operands[0])
+                rw.replace_op(op, [r])
+                n += 1
         if n:
             ctx.stat(self, "intrinsics-lowered", n)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 
 LLVM_SEQUENCE = ["tir-inject-double-buffer", "tir-simplify", "tir-loop-partition", "tir-simplify",
                  "tir-vectorize", "tir-unroll", "tir-storage-rewrite", "tir-lower-intrin",
@@ -42,12 +42,15 @@ def sequence(target: str) -> list[str]:
 
 @dataclass
 class LowerTIR(ModulePass):
-    """The lower-tir pipeline pass (see the module docstring)."""
+    """The standard tir pipeline for a target (simplify, partition, vectorize, unroll, ...).
+
+    A whole-module pass: for cuda it splits host and device functions."""
 
     NAME = "lower-tir"
-    target: str = "llvm"
-    unroll_max_step: int = 64
-    max_lanes: int = 64
+    OP = "builtin.module"
+    target: str = option("llvm", "the target whose sequence to run: llvm or cuda")
+    unroll_max_step: int = option(64, "tir-unroll's max-step")
+    max_lanes: int = option(64, "tir-vectorize's max-lanes")
 
     def validate(self):
         if self.target not in ("llvm", "cuda"):

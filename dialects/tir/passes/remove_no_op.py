@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter, is_trivially_dead
-from ._util import buffers_written, tir_funcs
+from ._util import buffers_written
 
 
 def _const_bool(v):
@@ -118,19 +118,19 @@ class _Remover:
 
 @dataclass
 class RemoveNoOp(ModulePass):
-    """The tir-remove-no-op pass (see the module docstring)."""
+    """Remove loops and ifs that do nothing."""
 
     NAME = "tir-remove-no-op"
-    max_iterations: int = 10
+    OP = "tir.func"
+    max_iterations: int = option(10, "the most sweeps over a function before giving up on a fixed point")
 
-    def run(self, module, ctx):
-        for func in tir_funcs(module):
-            r = _Remover()
-            for _ in range(self.max_iterations):
-                if not r.sweep(func):
-                    break
-            for k, n in r.stats.items():
-                ctx.stat(self, k, n)
+    def run_on(self, func, ctx):
+        r = _Remover()
+        for _ in range(self.max_iterations):
+            if not r.sweep(func):
+                break
+        for k, n in r.stats.items():
+            ctx.stat(self, k, n)
 
     def validate(self):
         if self.max_iterations < 1:

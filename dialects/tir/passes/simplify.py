@@ -4,9 +4,11 @@ Runs one pattern set through the greedy driver (``apply_patterns_greedily``,
 constants materialised as ``arith.constant``), on each tir.func:
 
 * constant folding: an arith op (or ``tir.intrin``) whose operands are all
-  constants becomes a constant, computed by the op's own ``evaluate`` (so the
-  result is what the interpreter would compute); integer division by zero is
-  left alone;
+  constants becomes a constant, computed from the op's one definition in
+  :mod:`tvmd.dialects.arith.semantics` (so the result is what the
+  interpreters compute); what that definition calls undefined (integer
+  division by zero, INT_MIN / -1, an index add/sub/mul that leaves 64 bits)
+  is left alone;
 * integer identities: constants to the right of commutative ops;
   x+0, x-0, x-x, x*1, x*0, x floordiv 1, x floormod 1, x/1, x%1, x|0, x^0,
   x<<0, x>>0, max(x,x), min(x,x); nested constant adds
@@ -38,33 +40,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import types as T
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import RewritePattern, apply_patterns_greedily
-from ..bounds import Bounds, const_int, linear, linear_range
+from ...arith import ops as A
+from ...arith import semantics as S
+from ..bounds import INT64_MAX, INT64_MIN, Bounds, const_int, linear, linear_range
 
-_COMMUTATIVE = {"arith.addi", "arith.muli", "arith.maxsi", "arith.minsi", "arith.andi", "arith.ori", "arith.xori"}
-_INT_DIV = {"arith.divsi", "arith.remsi", "arith.floordivsi", "arith.floormodsi"}
-_CMP = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"}
+_COMMUTATIVE = (A.AddIOp, A.MulIOp, A.MaxSIOp, A.MinSIOp, A.AndIOp, A.OrIOp, A.XOrIOp)
+_MINMAX = (A.MaxSIOp, A.MinSIOp)
 
 
 def _materialize(value, type, loc):
-    from ...arith.ops import ConstantOp
     if isinstance(type, (T.IntegerType, T.IndexType, T.FloatType)):
-        return ConstantOp.get(value.item() if hasattr(value, "item") else value, type, loc)
+        return A.ConstantOp.get(value.item() if hasattr(value, "item") else value, type, loc)
     return None
 
 
 def _const_value(v):
     """The numpy value of a scalar arith.constant, else None."""
     d = v.defining_op()
-    if d is not None and d.name == "arith.constant":
+    if isinstance(d, A.ConstantOp):
         return d.evaluate()
     return None
 
 
 def _float_const(v):
     d = v.defining_op()
-    if d is not None and d.name == "arith.constant" and T.is_float(v.type):
+    if isinstance(d, A.ConstantOp) and T.is_float(v.type):
         return d.attributes["value"]
     return None
 
@@ -112,16 +114,16 @@ class _Simplifier(RewritePattern):
             return False
         if name == "tir.intrin":
             return self.fold_intrin(op, rw)
-        if not name.startswith("arith.") or name == "arith.constant" or len(op.results) != 1:
+        if not isinstance(op, A.ArithOp) or isinstance(op, A.ConstantOp) or len(op.results) != 1:
             return False
         if self.fold(op, rw):
             return self.count("constants-folded")
         rt = op.results[0].type
         if isinstance(rt, T.VectorType):
             return False
-        if name == "arith.select":
+        if isinstance(op, A.SelectOp):
             return self.select(op, rw)
-        if name == "arith.cmpi":
+        if isinstance(op, A.CmpIOp):
             return self.compare(op, rw)
         if T.is_float(rt):
             return self.float_identity(op, rw)
@@ -136,9 +138,7 @@ class _Simplifier(RewritePattern):
         rw.insert_before(anchor, c)
         return c.results[0]
 
-    def make(self, anchor, rw, name, a, b):
-        from ....ir.registry import get_op_class
-        cls = get_op_class(name)
+    def make(self, anchor, rw, cls, a, b):
         op = cls([a, b], [a.type], None, (), anchor.loc)
         rw.insert_before(anchor, op)
         return op.results[0]
@@ -148,16 +148,16 @@ class _Simplifier(RewritePattern):
         acc = None
         for atom, k in terms.items():
             if k == -1 and acc is not None:
-                acc = self.make(anchor, rw, "arith.subi", acc, atom)
+                acc = self.make(anchor, rw, A.SubIOp, acc, atom)
                 continue
-            t = atom if k == 1 else self.make(anchor, rw, "arith.muli", atom, self.const(anchor, rw, k, T.index))
-            acc = t if acc is None else self.make(anchor, rw, "arith.addi", acc, t)
+            t = atom if k == 1 else self.make(anchor, rw, A.MulIOp, atom, self.const(anchor, rw, k, T.index))
+            acc = t if acc is None else self.make(anchor, rw, A.AddIOp, acc, t)
         if acc is None:
             return self.const(anchor, rw, const, T.index)
         if const > 0:
-            acc = self.make(anchor, rw, "arith.addi", acc, self.const(anchor, rw, const, T.index))
+            acc = self.make(anchor, rw, A.AddIOp, acc, self.const(anchor, rw, const, T.index))
         elif const < 0:
-            acc = self.make(anchor, rw, "arith.subi", acc, self.const(anchor, rw, -const, T.index))
+            acc = self.make(anchor, rw, A.SubIOp, acc, self.const(anchor, rw, -const, T.index))
         return acc
 
     def replace(self, op, rw, value, what):
@@ -171,12 +171,18 @@ class _Simplifier(RewritePattern):
 
     def fold(self, op, rw) -> bool:
         vals = [_const_value(v) for v in op.operands]
-        if not vals or any(v is None for v in vals) or isinstance(op.results[0].type, T.VectorType):
+        rt = op.results[0].type
+        if not vals or any(v is None for v in vals) or isinstance(rt, T.VectorType):
             return False
-        if op.name in _INT_DIV and vals[1] == 0:
+        if isinstance(op, A.BinaryOp) and S.is_undefined(op.SEMANTICS, vals[0], vals[1], rt):
             return False   # undefined: leave it for the program to fail on
         try:
-            r = op.evaluate(*vals)
+            if rt is T.index and op.INDEX_EVAL is not None:
+                r = op.INDEX_EVAL(int(vals[0]), int(vals[1]))
+                if not INT64_MIN <= r <= INT64_MAX:
+                    return False   # index overflow: undefined (nsw)
+            else:
+                r = op.evaluate(*vals)
         except (ValueError, TypeError, ArithmeticError, OverflowError):
             return False
         c = _materialize(r, op.results[0].type, op.loc)
@@ -197,69 +203,67 @@ class _Simplifier(RewritePattern):
     # -- integers ---------------------------------------------------------------------
 
     def integer(self, op, rw) -> bool:
-        name = op.name
         a, b = op.operands
         ca, cb = const_int(a), const_int(b)
         t = op.results[0].type
-        if name in _COMMUTATIVE and ca is not None and cb is None:
+        if isinstance(op, _COMMUTATIVE) and ca is not None and cb is None:
             rw.modify(op, lambda o: o.set_operands([b, a]))
             return self.count("operands-canonicalized")
         if cb is not None:
-            if cb == 0 and name in ("arith.addi", "arith.subi", "arith.ori", "arith.xori", "arith.shli",
-                                    "arith.shrsi"):
+            if cb == 0 and isinstance(op, (A.AddIOp, A.SubIOp, A.OrIOp, A.XOrIOp, A.ShLIOp, A.ShRSIOp)):
                 return self.replace(op, rw, a, "identities")
-            if cb == 0 and name in ("arith.muli", "arith.andi"):
+            if cb == 0 and isinstance(op, (A.MulIOp, A.AndIOp)):
                 return self.replace_const(op, rw, 0, "identities")
-            if cb == 1 and name in ("arith.muli", "arith.floordivsi", "arith.divsi"):
+            if cb == 1 and isinstance(op, (A.MulIOp, A.FloorDivSIOp, A.DivSIOp)):
                 return self.replace(op, rw, a, "identities")
-            if cb == 1 and name in ("arith.floormodsi", "arith.remsi"):
+            if cb == 1 and isinstance(op, (A.FloorModSIOp, A.RemSIOp)):
                 return self.replace_const(op, rw, 0, "identities")
         if a is b:
-            if name == "arith.subi":
+            if isinstance(op, A.SubIOp):
                 return self.replace_const(op, rw, 0, "identities")
-            if name in ("arith.maxsi", "arith.minsi", "arith.andi", "arith.ori"):
+            if isinstance(op, (A.MaxSIOp, A.MinSIOp, A.AndIOp, A.OrIOp)):
                 return self.replace(op, rw, a, "identities")
-        if cb is not None and name in ("arith.addi", "arith.subi") and self.nested_add(op, rw, a, cb):
+        if cb is not None and isinstance(op, (A.AddIOp, A.SubIOp)) and self.nested_add(op, rw, a, cb):
             return True
-        if cb is not None and name == "arith.muli":
+        if cb is not None and isinstance(op, A.MulIOp):
             d = a.defining_op()
-            if d is not None and d.name == "arith.muli" and const_int(d.operands[1]) is not None:
-                k = _wrap(const_int(d.operands[1]) * cb, t)
-                return self.replace(op, rw, self.make(op, rw, "arith.muli", d.operands[0],
+            if isinstance(d, A.MulIOp) and const_int(d.operands[1]) is not None:
+                k = S.wrap(const_int(d.operands[1]) * cb, t)
+                return self.replace(op, rw, self.make(op, rw, A.MulIOp, d.operands[0],
                                                       self.const(op, rw, k, t)), "constants-reassociated")
         if t is not T.index:
             return False
-        if name in ("arith.floordivsi", "arith.floormodsi") and cb is not None and cb > 0:
-            return self.divmod(op, rw, a, cb, name == "arith.floormodsi")
-        if name in ("arith.divsi", "arith.remsi") and cb is not None and cb > 0:
+        if isinstance(op, (A.FloorDivSIOp, A.FloorModSIOp)) and cb is not None and cb > 0:
+            return self.divmod(op, rw, a, cb, isinstance(op, A.FloorModSIOp))
+        if isinstance(op, (A.DivSIOp, A.RemSIOp)) and cb is not None and cb > 0:
             lo, _ = self.bounds.range(a)
             if lo is not None and lo >= 0:
-                new = "arith.floordivsi" if name == "arith.divsi" else "arith.floormodsi"
+                new = A.FloorDivSIOp if isinstance(op, A.DivSIOp) else A.FloorModSIOp
                 return self.replace(op, rw, self.make(op, rw, new, a, b), "divisions-simplified")
-        if name in ("arith.maxsi", "arith.minsi"):
+        if isinstance(op, _MINMAX):
             ra, rb = self.bounds.range(a), self.bounds.range(b)
             a_le_b = ra[1] is not None and rb[0] is not None and ra[1] <= rb[0]
             b_le_a = rb[1] is not None and ra[0] is not None and rb[1] <= ra[0]
             if a_le_b or b_le_a:
-                pick_a = b_le_a if name == "arith.maxsi" else a_le_b
+                pick_a = b_le_a if isinstance(op, A.MaxSIOp) else a_le_b
                 return self.replace(op, rw, a if pick_a else b, "min-max-decided")
         return False
 
     def nested_add(self, op, rw, a, cb) -> bool:
         """(x ± c1) ± c2 → x ± (c1 ± c2)."""
         d = a.defining_op()
-        if d is None or d.name not in ("arith.addi", "arith.subi"):
+        if not isinstance(d, (A.AddIOp, A.SubIOp)):
             return False
         c1 = const_int(d.operands[1])
         if c1 is None:
             return False
         t = op.results[0].type
-        k = (c1 if d.name == "arith.addi" else -c1) + (cb if op.name == "arith.addi" else -cb)
-        k = _wrap(k, t)
+        k = (c1 if isinstance(d, A.AddIOp) else -c1) + (cb if isinstance(op, A.AddIOp) else -cb)
+        k = S.wrap(k, t)
         x = d.operands[0]
         if k == 0:
             return self.replace(op, rw, x, "constants-reassociated")
-        new = self.make(op, rw, "arith.addi" if k > 0 else "arith.subi", x, self.const(op, rw, abs(k), t))
+        new = self.make(op, rw, A.AddIOp if k > 0 else A.SubIOp, x, self.const(op, rw, abs(k), t))
         return self.replace(op, rw, new, "constants-reassociated")
 
     def divmod(self, op, rw, x, c, is_mod) -> bool:
@@ -270,7 +274,7 @@ class _Simplifier(RewritePattern):
                 return self.replace_const(op, rw, k, "divisions-simplified")
             if k == 0:
                 return self.replace(op, rw, x, "divisions-simplified")
-            return self.replace(op, rw, self.make(op, rw, "arith.subi", x, self.const(op, rw, k * c, T.index)),
+            return self.replace(op, rw, self.make(op, rw, A.SubIOp, x, self.const(op, rw, k * c, T.index)),
                                 "divisions-simplified")
         terms, const = linear(x)
         pulled = {v: k // c for v, k in terms.items() if k % c == 0}
@@ -286,10 +290,10 @@ class _Simplifier(RewritePattern):
         inner = self.build(op, rw, rest, r0)
         cv = self.const(op, rw, c, T.index)
         if is_mod:
-            new = self.make(op, rw, "arith.floormodsi", inner, cv)
+            new = self.make(op, rw, A.FloorModSIOp, inner, cv)
         else:
-            q = self.make(op, rw, "arith.floordivsi", inner, cv)
-            new = q if not pulled and q0 == 0 else self.make(op, rw, "arith.addi", self.build(op, rw, pulled, q0), q)
+            q = self.make(op, rw, A.FloorDivSIOp, inner, cv)
+            new = q if not pulled and q0 == 0 else self.make(op, rw, A.AddIOp, self.build(op, rw, pulled, q0), q)
         return self.replace(op, rw, new, "divisions-simplified")
 
     def compare(self, op, rw) -> bool:
@@ -319,9 +323,9 @@ class _Simplifier(RewritePattern):
         if cb is None:
             return False
         neg_zero = cb == 0.0 and str(cb).startswith("-")
-        if (op.name in ("arith.mulf", "arith.divf") and cb == 1.0) or \
-                (op.name == "arith.subf" and cb == 0.0 and not neg_zero) or \
-                (op.name == "arith.addf" and neg_zero):
+        if (isinstance(op, (A.MulFOp, A.DivFOp)) and cb == 1.0) or \
+                (isinstance(op, A.SubFOp) and cb == 0.0 and not neg_zero) or \
+                (isinstance(op, A.AddFOp) and neg_zero):
             return self.replace(op, rw, a, "identities")
         return False
 
@@ -402,25 +406,15 @@ def _decide(pred, ra, rb):
     return None
 
 
-def _wrap(k, t):
-    """k reduced to the signed range of integer type t (index: 64 bits)."""
-    w = 64 if t is T.index else t.width
-    m = 1 << w
-    k &= m - 1
-    return k - m if k >= m >> 1 and w > 1 else k
-
-
 @dataclass
 class Simplify(ModulePass):
-    """The tir-simplify pass (see the module docstring)."""
+    """Fold constants and simplify index arithmetic in tir.
+
+    See the module docstring."""
 
     NAME = "tir-simplify"
-    max_iterations: int = 10
-
-    def run(self, module, ctx):
-        for op in list(module.body.ops):
-            if op.name == "tir.func":
-                self.run_on(op, ctx)
+    OP = "tir.func"
+    max_iterations: int = option(10, "the most sweeps over a function before giving up on a fixed point")
 
     def run_on(self, func, ctx):
         s = _Simplifier(func)

@@ -45,10 +45,18 @@ HOST_SCOPES = ("global", None, "")
 
 @dataclass
 class SplitHostDevice(ModulePass):
+    """Split thread-bound parts into device kernels.
+
+    See the module docstring.
+
+    A whole-module pass: each kernel becomes a new tir.func."""
+
     NAME = "tir-split-host-device"
+    OP = "builtin.module"
 
     def run(self, module, ctx):
-        for f in [op for op in module.body.ops if op.name == "tir.func"]:
+        from ..ops import FuncOp
+        for f in [op for op in module.body.ops if isinstance(op, FuncOp)]:
             n = split_function(f)
             if n:
                 ctx.stat(self, "kernels outlined", n)

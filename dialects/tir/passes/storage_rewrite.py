@@ -37,9 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import types as T
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
-from ._util import binop, child_in, const, only_loaded_and_stored, tir_funcs
+from ._util import binop, child_in, const, only_loaded_and_stored
 
 
 def _movable(op) -> bool:
@@ -152,24 +152,25 @@ def _bytes(t):
 
 @dataclass
 class StorageRewrite(ModulePass):
-    """The tir-storage-rewrite pass (see the module docstring)."""
+    """Share and shrink intermediate allocations."""
 
     NAME = "tir-storage-rewrite"
-    merge_max_bytes: int = 0
+    OP = "tir.func"
+    merge_max_bytes: int = option(0, "merge the 1-d allocations of a block of at most this many bytes each "
+                                     "into one (0: off)")
 
     def validate(self):
         if self.merge_max_bytes < 0:
             raise ValueError("merge-max-bytes must be non-negative")
 
-    def run(self, module, ctx):
+    def run_on(self, func, ctx):
         r = _Rewriter()
-        for func in tir_funcs(module):
-            blocks = [func.body] + [b for op in func.walk(include_self=False)
-                                    for reg in op.regions for b in reg.blocks]
-            for b in blocks:
-                r.block(b)
-                if self.merge_max_bytes:
-                    r.merge(b, self.merge_max_bytes)
+        blocks = [func.body] + [b for op in func.walk(include_self=False)
+                                for reg in op.regions for b in reg.blocks]
+        for b in blocks:
+            r.block(b)
+            if self.merge_max_bytes:
+                r.merge(b, self.merge_max_bytes)
         if r.merged:
             ctx.stat(self, "allocs-merged", r.merged)
         if r.reused:

@@ -46,13 +46,15 @@ from ....ir.pass_manager import ModulePass
 
 @dataclass
 class ThreadSync(ModulePass):
-    NAME = "tir-thread-sync"
+    """Insert barriers around shared-memory accesses."""
 
-    def run(self, module, ctx):
-        for f in [op for op in module.body.ops if op.name == "tir.func"]:
-            n = sync_function(f)
-            if n:
-                ctx.stat(self, "barriers inserted", n)
+    NAME = "tir-thread-sync"
+    OP = "tir.func"
+
+    def run_on(self, func, ctx):
+        n = sync_function(func)
+        if n:
+            ctx.stat(self, "barriers inserted", n)
 
 
 class _Pending:

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
-from ._util import const, tir_funcs
+from ._util import const
 
 PRAGMA = "pragma_auto_unroll_max_step"
 
@@ -76,11 +76,13 @@ def _auto_limit(loop, default):
 
 @dataclass
 class Unroll(ModulePass):
-    """The tir-unroll pass (see the module docstring)."""
+    """Unroll loops marked unrolled (and small constant loops)."""
 
     NAME = "tir-unroll"
-    max_step: int = 64
-    auto_max_step: int = 0
+    OP = "tir.func"
+    max_step: int = option(64, "unroll an unrolled loop of at most this many iterations")
+    auto_max_step: int = option(0, "also unroll serial loops of at most this many steps everywhere "
+                                   "(0: only under pragma_auto_unroll_max_step)")
 
     def validate(self):
         if self.max_step < 0 or self.auto_max_step < 0:
@@ -100,15 +102,15 @@ class Unroll(ModulePass):
         s = _steps(loop)
         return s is not None and s <= limit
 
-    def run(self, module, ctx):
+    def run_on(self, func, ctx):
+        from ..ops import ForOp
         rw = Rewriter()
         n = 0
-        for func in tir_funcs(module):
-            loops = [op for op in func.walk(include_self=False) if op.name == "tir.for"]
-            for loop in reversed(loops):   # post-order: inner loops first
-                if self.chosen(loop):
-                    unroll(rw, loop)
-                    n += 1
+        loops = [op for op in func.walk(include_self=False) if isinstance(op, ForOp)]
+        for loop in reversed(loops):   # post-order: inner loops first
+            if self.chosen(loop):
+                unroll(rw, loop)
+                n += 1
         if n:
             ctx.stat(self, "loops-unrolled", n)
 

@@ -42,10 +42,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import types as T
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ..bounds import const_int, linear
-from ._util import const, tir_funcs
+from ._util import const
 
 U, A, V = "uniform", "affine", "vector"
 
@@ -207,25 +207,26 @@ def vectorize_loop(loop, rw, max_lanes=64) -> bool:
 
 @dataclass
 class Vectorize(ModulePass):
-    """The tir-vectorize pass (see the module docstring)."""
+    """Turn vectorized loops into vector operations."""
 
     NAME = "tir-vectorize"
-    max_lanes: int = 64
+    OP = "tir.func"
+    max_lanes: int = option(64, "the widest vector: a longer vectorized loop stays a loop")
 
     def validate(self):
         if self.max_lanes < 1:
             raise ValueError("max-lanes must be at least 1")
 
-    def run(self, module, ctx):
+    def run_on(self, func, ctx):
+        from ..ops import ForOp
         rw = Rewriter()
         done = kept = 0
-        for func in tir_funcs(module):
-            for op in list(func.walk(include_self=False)):
-                if op.name == "tir.for" and op.kind == "vectorized":
-                    if vectorize_loop(op, rw, self.max_lanes):
-                        done += 1
-                    else:
-                        kept += 1
+        for op in list(func.walk(include_self=False)):
+            if isinstance(op, ForOp) and op.kind == "vectorized":
+                if vectorize_loop(op, rw, self.max_lanes):
+                    done += 1
+                else:
+                    kept += 1
         if done:
             ctx.stat(self, "loops-vectorized", done)
         if kept:

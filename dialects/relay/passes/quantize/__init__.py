@@ -42,9 +42,13 @@ PREREQUISITES = ("simplify-inference", "fold-constant", "fold-scale-axis", "fold
 
 @dataclass
 class Quantize(QConfig, ModulePass):
-    """Quantize @main to int8: annotate, calibrate, realize, lower."""
+    """Quantize to int8: annotate, calibrate, realize (qnn, then integer ops).
+
+    A whole-module pass: it quantizes @main, running its prerequisite passes
+    first.  The options are TVM's qconfig (config.py)."""
 
     NAME = "quantize"
+    OP = "builtin.module"
 
     def validate(self):
         QConfig.validate(self)

@@ -22,7 +22,9 @@ others are memory and VTA knobs with no counterpart.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from .....ir.pass_manager import option
 
 CALIBRATE_MODES = ("global_scale", "kl_divergence", "percentile")
 WEIGHT_SCALES = ("power2", "max")
@@ -34,24 +36,25 @@ KINDS = ("input", "weight", "activation")
 
 @dataclass
 class QConfig:
-    nbit_input: int = 8
-    nbit_weight: int = 8
-    nbit_activation: int = 32
-    dtype_input: str = "int8"
-    dtype_weight: str = "int8"
-    dtype_activation: str = "int32"
-    calibrate_mode: str = "global_scale"
-    global_scale: float = 8.0
-    weight_scale: str = "power2"
-    skip_dense_layer: bool = True
-    skip_conv_layers: list[int] = field(default_factory=lambda: [0])
-    do_simulation: bool = False
-    debug_enabled_ops: list[str] = field(default_factory=list)
-    rounding: str = "UPWARD"
-    percentile: float = 0.99999
-    per_channel: bool = False
-    dataset: str = ""
-    realize_to: str = "integer"
+    nbit_input: int = option(8, "bits of a quantized input (below the dtype's width a clip is added)")
+    nbit_weight: int = option(8, "bits of a quantized weight")
+    nbit_activation: int = option(32, "bits of an accumulated activation")
+    dtype_input: str = option("int8", "dtype of quantized inputs: int8 or int16")
+    dtype_weight: str = option("int8", "dtype of quantized weights: int8 or int16")
+    dtype_activation: str = option("int32", "dtype of accumulations: int32")
+    calibrate_mode: str = option("global_scale", "how thresholds are chosen: global_scale, kl_divergence "
+                                                 "or percentile (the last two need dataset=)")
+    global_scale: float = option(8.0, "the threshold of every non-weight point in global_scale mode")
+    weight_scale: str = option("power2", "weight thresholds: power2 (2^ceil(log2 max|w|)) or max (max|w|)")
+    skip_dense_layer: bool = option(True, "leave nn.dense in float")
+    skip_conv_layers: list[int] = option([0], "conv2d indices (program order, from 0) left in float")
+    do_simulation: bool = option(False, "stop after calibration: simulated_quantize ops, float arithmetic")
+    debug_enabled_ops: list[str] = option([], "only annotate these ops, e.g. nn.conv2d,add (empty: all)")
+    rounding: str = option("UPWARD", "requantize rounding: UPWARD or TONEAREST")
+    percentile: float = option(0.99999, "the quantile of |x| taken as threshold for calibrate-mode=percentile")
+    per_channel: bool = option(False, "a weight scale per output channel of conv2d / dense")
+    dataset: str = option("", "calibration data: a .npz file or a folder of them")
+    realize_to: str = option("integer", "qnn: stop with qnn ops in the graph; integer: lower them to integer ops")
 
     def validate(self):
         """Raise ValueError naming the first bad option (dashed, as typed)."""

@@ -359,8 +359,12 @@ class QnnCanonicalize(ModulePass):
     """Lower qnn ops to relay integer arithmetic (TVM's qnn CanonicalizeOps)."""
 
     NAME = "qnn-canonicalize"
+    OP = "relay.func"
 
     def run(self, module, ctx):
         from ..infer_type import ensure_types
         ensure_types(module)
-        ctx.stat(self, "qnn-ops-lowered", lower_qnn(module))
+        super().run(module, ctx)
+
+    def run_on(self, func, ctx):
+        ctx.stat(self, "qnn-ops-lowered", Lowering(func).run())
