@@ -21,7 +21,7 @@ import re
 from lark import Token
 
 from ..ir.attributes import UNIT, DenseAttr, DialectAttr, FrozenDict, SymbolRef, dense_from_literal
-from ..ir.core import Block, Operation, Region, Value, unregistered_op_class
+from ..ir.core import Block, OpResult, Operation, Region, Value, unregistered_op_class
 from ..ir.diagnostics import DiagnosticError
 from ..ir.location import UNKNOWN, FileLoc, FusedLoc, NameLoc
 from ..ir.registry import get_op_class
@@ -509,10 +509,9 @@ def format_callback(fmt, classes):
     token), checks written operand types, builds the op, and infers the
     result types the format does not write (``infer_types``)."""
     from ..ir.assembly_format import Group
-    from ..ir.core import OpResult
 
-    by_name = {c.name: c for c in classes}
-    single = classes[0] if len(classes) == 1 else None
+    entries = {c.name: (c, getattr(c, "coerce_parsed_attrs", None)) for c in classes}
+    single = entries[classes[0].name] if len(classes) == 1 else None
     steps = fmt.steps
     groups = [sub for _, sub in fmt.groups]
     n_slots = len(fmt.operand_names)
@@ -520,6 +519,13 @@ def format_callback(fmt, classes):
     n_results = len(fmt.result_names)
     infer = fmt.infer
     consumed = fmt.consumed
+
+    def take_attr_dict(self, c, d, attrs):
+        for key, v in d.items():
+            if key in consumed:
+                raise self.err(c[0], f"attribute '{key}' is written in the op's syntax, "
+                                     "not in its attribute dictionary")
+            attrs[key] = v
 
     def run(self, steps, c, i, vals, toks, rtypes, attrs, checks):
         n = len(c)
@@ -538,11 +544,7 @@ def format_callback(fmt, classes):
                 i += 1
             elif kind == "attr-dict":
                 if i < n and type(c[i]) is dict:
-                    for key, v in c[i].items():
-                        if key in consumed:
-                            raise self.err(c[0], f"attribute '{key}' is written in the op's syntax, "
-                                                 "not in its attribute dictionary")
-                        attrs[key] = v
+                    take_attr_dict(self, c, c[i], attrs)
                     i += 1
             elif kind == "attr":
                 name, form = arg
@@ -563,9 +565,24 @@ def format_callback(fmt, classes):
                     i += 1
         return i
 
-    def callback(self, c):
+    def build(self, tok, cls, hook, operands, rtypes, attrs):
+        if hook is not None:
+            attrs = hook(attrs, rtypes)
+        if not infer:
+            return self.make_op(cls, operands, rtypes, attrs or None, (), tok)
+        op = self.make_op(cls, operands, (), attrs or None, (), tok)
+        try:
+            types = op.infer_types()
+        except DiagnosticError:
+            raise
+        except (ValueError, TypeError) as e:
+            raise self.err(tok, str(e)) from None
+        op.results = [OpResult(t, op, i) for i, t in enumerate(types)]
+        return op
+
+    def general(self, c):
         tok = c[0]
-        cls = single or by_name[tok]
+        cls, hook = single or entries[tok]
         vals = [None] * n_slots
         toks = [None] * n_slots
         rtypes = [None] * n_results
@@ -581,22 +598,70 @@ def format_callback(fmt, classes):
             operands.extend(vals[var] or ())
         else:
             operands = vals
-        hook = getattr(cls, "coerce_parsed_attrs", None)
-        if hook is not None:
-            attrs = hook(attrs, rtypes)
-        if not infer:
-            return self.make_op(cls, operands, rtypes, attrs or None, (), tok)
-        op = self.make_op(cls, operands, (), attrs or None, (), tok)
-        try:
-            types = op.infer_types()
-        except DiagnosticError:
-            raise
-        except (ValueError, TypeError) as e:
-            raise self.err(tok, str(e)) from None
-        op.results = [OpResult(t, op, i) for i, t in enumerate(types)]
-        return op
+        return build(self, tok, cls, hook, operands, rtypes, attrs)
 
-    return callback
+    kinds = {k for k, _ in steps}
+    if kinds & {"group", "opvar"}:
+        return general
+
+    # The common case: every child is at a fixed place, but for the
+    # optional attribute dictionary.  Work out both layouts once.
+    def layout(with_dict):
+        i = 1
+        ops, lst, res, chk, att, ad = [None] * n_slots, None, [None] * n_results, [], [], None
+        for kind, arg in steps:
+            if kind == "attr-dict":
+                if with_dict:
+                    ad = i
+                    i += 1
+                continue
+            if kind == "operand":
+                ops[arg] = i
+            elif kind == "oplist":
+                lst = i
+            elif kind == "type":
+                if arg[0] == "result":
+                    res[arg[1]] = i
+                else:
+                    chk.append((i, arg[1]))
+            elif kind == "attr":
+                att.append((i, arg[0], arg[1]))
+            i += 1
+        singles = tuple(x for x in ops if x is not None)
+        chk = tuple((ti, ops[slot]) for ti, slot in chk)
+        return i, (singles, lst, tuple(res) if not infer else (), chk, tuple(att), ad)
+
+    n_full, full = layout(True)
+    n_short, short = layout(False)
+
+    def fixed(self, c):
+        tok = c[0]
+        cls, hook = single or entries[tok]
+        singles, lst, res, chk, att, ad = full if len(c) == n_full else short
+        use = self.use
+        operands = [use(c[i]) for i in singles]
+        if lst is not None:
+            operands.extend(self.uses_in(c[lst]))
+        for ti, oi in chk:
+            t = c[ti]
+            o = c[oi]
+            v = operands[singles.index(oi)]
+            if v.type is not t:
+                raise self.err(o, f"'{o}' has type {v.type}, not {t}")
+        attrs = {}
+        for i, name, form in att:
+            attrs[name] = _attr_from_token(c[i], form)
+        if ad is not None:
+            if attrs:
+                take_attr_dict(self, c, c[ad], attrs)
+            else:
+                attrs = dict(c[ad])
+        rtypes = [c[i] for i in res]
+        if hook is None and not infer:
+            return self.make_op(cls, operands, rtypes, attrs or None, (), tok)
+        return build(self, tok, cls, hook, operands, rtypes, attrs)
+
+    return fixed
 
 
 def group_callback(self, c):

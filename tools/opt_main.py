@@ -27,7 +27,7 @@ passes:
   --PASS[=options]           run a pass, e.g. --fuse-ops='max-depth=8'
   --pass-pipeline=TEXT       e.g. 'builtin.module(fold-constant,fuse-ops{max-depth=8})'
   -O0 -O1 -O2 -O3            standard pipelines, in TVM's order
-  --list-passes              list the passes with their options
+  --list-passes              list each pass: summary, the op it runs on, options with help
   --verify-each[=false]      verify the IR after every pass (on by default)
 
 debugging:

@@ -22,6 +22,8 @@ The scalar semantics follow the ops' numpy ``compute()``:
 * integer ``divide`` / ``mod`` truncate toward zero, ``floor_*`` round
   toward minus infinity; ``power`` on integers is ``trunc(pow(f64, f64))``.
 
+nn.bias_add (``out = x + b[index along axis]``) and nn.prelu are here too.
+
 Math functions are ``te.intrin`` (exp log log2 log10 sqrt rsqrt sigmoid
 tanh erf sin cos tan asin acos atan sinh cosh asinh acosh atanh, fabs
 floor ceil round trunc, pow).

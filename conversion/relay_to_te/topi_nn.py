@@ -1,6 +1,10 @@
 """TE computes for relay's nn operators: convolutions, matrix products,
 softmax, normalisations, nn.pad and the reshaping nn ops.
 
+    nn.dense                   out[.., j] = sum_k x[.., k] * w[j, k]
+    nn.conv2d                  plain layouts: a "pad" stage (guarded reads, zero outside) when
+                               padded, then sum over (rc, ry, rx) of pad[n, g*I + rc, y*sh + ry*dh,
+                               x*sw + rx*dw] * w[o, rc, ry, rx]; blocked layouts: as nn.conv1d
     nn.conv1d / nn.conv3d      out[n, o, *y] = sum_{rc, *r} pad[n, g*I + rc, *(y*s + r*d)] * w[o, rc, *r]
                                (g = o // (O / groups)); a zero "pad" stage when padded
     nn.conv*_transpose         a "dilate" stage D[n, c, j] = x[n, c, (j + off) / s] where

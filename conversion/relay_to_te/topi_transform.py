@@ -18,6 +18,8 @@ only einsum reduces.
     reverse_sequence        L = clamp(len[idx[b]], 0, n); src[s] = idx[s] < L ? L - 1 - idx[s] : idx[s]
     einsum                  spatial axes = output labels, reduce axes = the summed
                             labels, body = product of the operands' reads
+    layout_transform        out[dst index] = x[src index], blocked layouts by
+                            floordiv / floormod of the primal index
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ class ApplySchedule(ModulePass):
         if not isinstance(op, FuncOp):
             return
         if self.file and op.parent is not None:
-            self._load_file(op.parent_op())
+            self._load_file(op.parent_op)
         if needs_schedule(op):
             apply_to_func(op)
             ctx.stat(self, "functions scheduled")

@@ -73,7 +73,6 @@ class BinaryOp(ArithOp):
 
     ASSEMBLY_FORMAT = "$lhs `,` $rhs attr-dict `:` type($result)"
 
-
     def evaluator(self):
         return self.SEMANTICS.for_type(T.element_type(self.operands[0].type))
 

@@ -3,9 +3,8 @@
 Every consumer takes an op's meaning from here: the op classes' ``EVAL`` /
 ``evaluate`` (dialects/arith/ops.py), the te and tir interpreters, tir
 bounds analysis (where it evaluates on constants) and tir-simplify's
-constant folding.  The LLVM and CUDA code generators implement the same
-rules; tests/test_arith_semantics.py checks them op by op on random
-operands.
+constant folding.  The LLVM code generator implements the same rules, and
+tests/test_arith_semantics.py checks that op by op on random operands.
 
 Each op has two forms, side by side in one table (:data:`BINARY`):
 
@@ -49,7 +48,9 @@ Integers are signless bit patterns of their width (MLIR's model); the
   ``i1``** (``i1`` is a bool: it converts to 0/1, as numpy's ``astype``
   does and codegen's zero-extension of i1 does), else as signed.  A
   narrowing keeps the low bits (to ``i1``: the lowest bit).  Integer to
-  float rounds to nearest even.
+  float rounds to nearest even.  (The index form of ``index_cast`` to
+  ``index`` is ``int()`` of the value: numpy keeps ``uiN`` and ``i1`` values
+  unsigned already.)
 * ``fptosi fptoui`` truncate toward zero; a NaN or a value outside the
   destination's range is **undefined** (LLVM: poison); the interpreters give
   numpy's ``astype`` result.  ``extf truncf`` round to nearest even.
@@ -60,6 +61,15 @@ Integers are signless bit patterns of their width (MLIR's model); the
 * ``cmpf``: ordered predicates (``o*``) are false when either operand is
   NaN, unordered ones (``u*``) true; ``cmpi``/``cmpf`` give ``i1``.
 * ``select`` picks per lane.
+
+Where the backends stand: LLVM codegen (backend/llvm/codegen.py) implements
+every rule above and tests/test_arith_semantics.py checks it, op by op, on
+i1/i8/ui8/i32/i64/index/f32/f64.  Undefined cases are excluded there, never
+compared.  CUDA codegen (C types) follows them for signed integers and
+floats, with known gaps, not yet checked by a test: on ``i1`` (C ``bool``)
+and ``uiN`` (C unsigned types) integer arithmetic, signed ops and
+truncation to ``i1`` follow C (the relay->te conversions do not emit those
+forms), and ``maximumf(+0.0, -0.0)`` gives -0.0 there.
 
 This module imports numpy lazily: parsing and printing never need it.
 """
@@ -176,13 +186,14 @@ class IntBinary:
     """An integer binary op: `core` is the numpy function on signed operands
     of one width; `index` its Python-int form (None: no fast form)."""
 
-    __slots__ = ("name", "core", "index", "division")
+    __slots__ = ("name", "core", "index", "division", "boolean")
 
-    def __init__(self, name, core, index, division=False):
+    def __init__(self, name, core, index, division=False, boolean=None):
         self.name = name
         self.core = core
         self.index = index
         self.division = division
+        self.boolean = boolean   # the i1 form on bools (Python or numpy, scalars or arrays)
 
     def __call__(self, a, b):
         a = np.asarray(a)
@@ -196,6 +207,8 @@ class IntBinary:
         function where no reinterpretation is needed)."""
         if t is T.index or (isinstance(t, T.IntegerType) and not t.unsigned and t.width > 1):
             return self.core
+        if t is T.i1 and self.boolean is not None:
+            return self.boolean
         return self
 
 
@@ -251,18 +264,18 @@ _F = FloatBinary
 
 # op name -> its semantics.  The op classes in ops.py take EVAL from here.
 BINARY = {r.name: r for r in [
-    _I("arith.addi", _ufunc("add"), operator.add),
-    _I("arith.subi", _ufunc("subtract"), operator.sub),
-    _I("arith.muli", _ufunc("multiply"), operator.mul),
+    _I("arith.addi", _ufunc("add"), operator.add, boolean=operator.xor),
+    _I("arith.subi", _ufunc("subtract"), operator.sub, boolean=operator.xor),
+    _I("arith.muli", _ufunc("multiply"), operator.mul, boolean=operator.and_),
     _I("arith.divsi", _truncdiv, _idx_truncdiv, division=True),
     _I("arith.remsi", _truncrem, _idx_truncrem, division=True),
     _I("arith.floordivsi", _ufunc("floor_divide"), operator.floordiv, division=True),
     _I("arith.floormodsi", _ufunc("remainder"), operator.mod, division=True),
     _I("arith.maxsi", _ufunc("maximum"), max),
     _I("arith.minsi", _ufunc("minimum"), min),
-    _I("arith.andi", _ufunc("bitwise_and"), operator.and_),
-    _I("arith.ori", _ufunc("bitwise_or"), operator.or_),
-    _I("arith.xori", _ufunc("bitwise_xor"), operator.xor),
+    _I("arith.andi", _ufunc("bitwise_and"), operator.and_, boolean=operator.and_),
+    _I("arith.ori", _ufunc("bitwise_or"), operator.or_, boolean=operator.or_),
+    _I("arith.xori", _ufunc("bitwise_xor"), operator.xor, boolean=operator.xor),
     _I("arith.shli", _shl, _idx_shl),
     _I("arith.shrsi", _shr, _idx_shr),
     _F("arith.addf", _ufunc("add")),

@@ -74,7 +74,7 @@ class Syntax:
         if ret is None:
             body = region.blocks[0]
             last = body.last
-            if last is not None and last.name == "relay.return":
+            if isinstance(last, ReturnOp):
                 rets = [v.type for v in last.operands]
             else:
                 rets = [T.incomplete]
@@ -192,7 +192,7 @@ class Syntax:
         (tok, ins, ret, attrs), region = c
         if ret is None:
             last = region.blocks[0].last
-            ret = last.operands[0].type if (last is not None and last.name == "relay.return"
+            ret = last.operands[0].type if (isinstance(last, ReturnOp)
                                             and len(last.operands) == 1) else T.incomplete
         return self.make_op(FnOp, (), [T.FunctionType(ins, [ret])], attrs or None, [region], tok)
 
@@ -320,7 +320,7 @@ def _yields(op):
     out = []
     for r in op.regions:
         last = r.blocks[0].last if len(r.blocks) == 1 else None
-        if last is not None and last.name == "relay.yield" and len(last.operands) == 1:
+        if isinstance(last, YieldOp) and len(last.operands) == 1:
             out.append(last)
     return out
 

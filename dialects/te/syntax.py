@@ -14,7 +14,7 @@ from ...ir.attributes import SymbolRef
 from ...ir.core import OpResult
 from ...ir.registry import get_op_class
 from .ops import ComputeOp, FuncOp, ReducerOp, ReadOp, ReturnOp, YieldOp
-from .schedule_ops import AXIS, is_stage, stage_axis_count
+from .schedule_ops import AXIS, AxesOp, FuseOp, SplitOp, TileOp, is_stage, stage_axis_count
 
 GRAMMAR = "te.lark"
 OP_RULES = ["te_reducer", "te_func", "te_compute", "te_read", "te_schedule", "te_stage"]
@@ -22,7 +22,7 @@ OP_RULES = ["te_reducer", "te_func", "te_compute", "te_read", "te_schedule", "te
 _NAME = re.compile(r"%[A-Za-z0-9_$.\-]+(#[0-9]+)?")
 
 # results each schedule op makes; te.axes makes one per axis of its stage
-_RESULT_COUNT = {"te.split": 2, "te.fuse": 1, "te.tile": 4}
+_RESULT_COUNT = {SplitOp: 2, FuseOp: 1, TileOp: 4}
 
 
 def _symbol(tok):
@@ -56,7 +56,7 @@ class Syntax:
         (tok, ins, rets, attrs), region = c
         if rets is None:
             last = region.blocks[0].last
-            rets = [v.type for v in last.operands] if last is not None and last.name == "te.return" else []
+            rets = [v.type for v in last.operands] if isinstance(last, ReturnOp) else []
         attrs["function_type"] = T.FunctionType(ins, rets)
         return self.make_op(FuncOp, (), (), attrs, [region], tok)
 
@@ -147,8 +147,8 @@ class Syntax:
                 attrs = x
             else:
                 operands.append(self.use(x))
-        n = _RESULT_COUNT.get(cls.name, 0)
-        if cls.name == "te.axes":
+        n = _RESULT_COUNT.get(cls, 0)
+        if cls is AxesOp:
             if not operands or not is_stage(operands[0]):
                 raise self.err(c[1], f"te.axes needs a stage (the result of a te.compute), '{c[1]}' is not one")
             n = stage_axis_count(operands[0])

@@ -11,6 +11,9 @@ in, from:
 * interval arithmetic through addi, subi, muli, floordivsi / floormodsi /
   divsi / remsi by a constant, maxsi, minsi, select and index_cast.
 
+The interval rules live here; the scalar meaning of each op they apply to
+bounds (floordiv, truncdiv) is the one in :mod:`tvmd.dialects.arith.semantics`.
+
 Only ``index`` values get ranges (plus constants and in-range index_casts):
 fixed-width integers wrap, and interval arithmetic would then be wrong.
 

@@ -7,12 +7,6 @@ from __future__ import annotations
 from ....ir import types as T
 
 
-def tir_funcs(module):
-    if module.name == "tir.func":
-        return [module]
-    return [op for op in module.body.ops if op.name == "tir.func"]
-
-
 def const(rw, anchor, value, type=T.index):
     """An ``arith.constant`` inserted before `anchor`; returns its value."""
     from ...arith.ops import ConstantOp
