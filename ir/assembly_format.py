@@ -296,7 +296,8 @@ class AssemblyFormat:
     # -- printing ---------------------------------------------------------------
 
     def print(self, op, p):
-        p.write(op.name + "".join([x if x.__class__ is str else x(op, p) for x in self.parts]))
+        tmpl, fns = _template(self.parts)
+        p.write(op.name + tmpl % tuple([f(op, p) for f in fns]))
 
 
 def _base_infer():
@@ -373,7 +374,9 @@ def _printer_parts(elements, consumed):
                     out_lit(sp.before_literal(e.text) + e.text)
                     sp.after_literal(e.text)
             elif isinstance(e, _AttrDict):
-                out_fn(_attr_dict_printer(consumed))
+                f = _attr_dict_printer(consumed)
+                f.consumed = consumed
+                out_fn(f)
                 sp.after_value()
             elif isinstance(e, _Optional):
                 inner = []
@@ -395,20 +398,28 @@ def _printer_parts(elements, consumed):
 
 
 def _value_printer(e):
+    """A function (op, printer) -> text, with ``expr``: the same as a Python
+    expression over ``self``, ``p``, ``o`` (operands), ``a`` (attributes)."""
     if isinstance(e, _Operand):
         i = e.slot
         if e.variadic:
-            return lambda op, p: p.values(op.operands[i:])
-        return lambda op, p: p.value(op.operands[i])
-    if isinstance(e, _Type):
+            f, x = (lambda op, p: p.values(op.operands[i:])), f"p.values(o[{i}:])"
+        else:
+            f, x = (lambda op, p: p.value(op.operands[i])), f"p.value(o[{i}])"
+    elif isinstance(e, _Type):
         i = e.index
         if e.of == "operand":
-            return lambda op, p: op.operands[i].type._text
-        return lambda op, p: op.results[i].type._text
-    name = e.name
-    if e.form == "keyword":
-        return lambda op, p: str(op.attributes[name])
-    return lambda op, p: print_attr(op.attributes[name])
+            f, x = (lambda op, p: op.operands[i].type._text), f"o[{i}].type._text"
+        else:
+            f, x = (lambda op, p: op.results[i].type._text), f"self.results[{i}].type._text"
+    else:
+        name = e.name
+        if e.form == "keyword":
+            f, x = (lambda op, p: str(op.attributes[name])), f"str(a[{name!r}])"
+        else:
+            f, x = (lambda op, p: print_attr(op.attributes[name])), f"_print_attr(a[{name!r}])"
+    f.expr = x
+    return f
 
 
 def _attr_dict_printer(skip):
@@ -435,11 +446,48 @@ def _group_printer(anchor, parts):
         def present(op):
             return op.attributes.get(name) is not None
 
+    tmpl, fns = _template(parts)
+
     def f(op, p):
         if not present(op):
             return ""
-        return "".join([x if x.__class__ is str else x(op, p) for x in parts])
+        return tmpl % tuple([g(op, p) for g in fns])
     return f
+
+
+def _printer_function(parts):
+    """``print_custom`` for a format: one f-string, as ODS generates one
+    C++ printer per op.  The source is made only from the format's
+    elements, checked when it was read (names are identifiers, literals are
+    punctuation or keywords), never from input text."""
+    ns = {"_print_attr": print_attr}
+    body = []
+    for k, x in enumerate(parts):
+        if type(x) is str:
+            if any(ch in x for ch in '"\\\n{}'):
+                raise FormatError(f"literal text {x!r} cannot be printed")
+            body.append(x)
+        elif hasattr(x, "expr"):
+            body.append("{" + x.expr + "}")
+        elif hasattr(x, "consumed"):   # attr-dict: nothing to print, no call
+            ns[f"_f{k}"], ns[f"_c{k}"] = x, x.consumed
+            body.append("{" + f"'' if a.keys() <= _c{k} else _f{k}(self, p)" + "}")
+        else:
+            ns[f"_f{k}"] = x
+            body.append("{" + f"_f{k}(self, p)" + "}")
+    text = "".join(body)
+    src = ("def print_custom(self, p):\n"
+           "    o = self.operands\n"
+           "    a = self.attributes\n"
+           f"    p.write(f\"{{self.name}}{text}\")\n")
+    exec(compile(src, "<assembly format>", "exec"), ns)
+    return ns["print_custom"]
+
+
+def _template(parts):
+    """Printer parts as a %-template and the functions that fill it."""
+    return ("".join(x.replace("%", "%%") if type(x) is str else "%s" for x in parts),
+            tuple(x for x in parts if type(x) is not str))
 
 
 # -- grammar and parse plan --------------------------------------------------------
@@ -539,8 +587,7 @@ def attach_format(cls):
         fmt = AssemblyFormat(cls, text)
     cls._assembly_format = fmt
 
-    def print_custom(self, p, _parts=fmt.parts):
-        p.write(self.name + "".join([x if x.__class__ is str else x(self, p) for x in _parts]))
+    print_custom = _printer_function(fmt.parts)
     print_custom._from_format = True
     cls.print_custom = print_custom
     return fmt

@@ -22,20 +22,16 @@ from __future__ import annotations
 from ...ir import types as T
 from ...ir.core import Value
 from ...ir.location import UNKNOWN
+from ..arith import semantics as S
 
-# index math: kind -> (op name, python fold)
-_INDEX_OPS = {
-    "add": ("arith.addi", lambda a, b: a + b),
-    "sub": ("arith.subi", lambda a, b: a - b),
-    "mul": ("arith.muli", lambda a, b: a * b),
-    "floordiv": ("arith.floordivsi", lambda a, b: a // b),
-    "floormod": ("arith.floormodsi", lambda a, b: a % b),
-    "min": ("arith.minsi", min),
-    "max": ("arith.maxsi", max),
-}
-_CMP = {"lt": ("slt", "olt", lambda a, b: a < b), "le": ("sle", "ole", lambda a, b: a <= b),
-        "gt": ("sgt", "ogt", lambda a, b: a > b), "ge": ("sge", "oge", lambda a, b: a >= b),
-        "eq": ("eq", "oeq", lambda a, b: a == b), "ne": ("ne", "une", lambda a, b: a != b)}
+# builder method -> the arith op it emits; constant operands fold through
+# that op's index semantics (dialects/arith/semantics.py), the one home of
+# what each op means
+_INDEX_OPS = {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "floordiv": "arith.floordivsi",
+              "floormod": "arith.floormodsi", "min": "arith.minsi", "max": "arith.maxsi"}
+# compare kind -> (cmpi predicate, cmpf predicate)
+_CMP = {"lt": ("slt", "olt"), "le": ("sle", "ole"), "gt": ("sgt", "ogt"), "ge": ("sge", "oge"),
+        "eq": ("eq", "oeq"), "ne": ("ne", "une")}
 
 
 class Emitter:
@@ -114,9 +110,9 @@ class Emitter:
         return self.const(x)
 
     def index(self, kind, a, b):
-        name, fold = _INDEX_OPS[kind]
+        name = _INDEX_OPS[kind]
         if isinstance(a, int) and isinstance(b, int):
-            return fold(a, b)
+            return S.BINARY[name].index(a, b)
         if kind == "add":
             if a == 0:
                 return b
@@ -164,9 +160,11 @@ class Emitter:
 
     def cmp(self, kind, a, b):
         """Compare two index or two scalar values; a bool when both are ints."""
-        ipred, fpred, fold = _CMP[kind]
+        ipred, fpred = _CMP[kind]
         if not isinstance(a, Value) and not isinstance(b, Value):
-            return fold(a, b)
+            if isinstance(a, float) or isinstance(b, float):
+                return bool(S.CMPF[fpred](a, b))
+            return S.INDEX_CMP[ipred](a, b)
         t = a.type if isinstance(a, Value) else b.type
         fl = T.is_float(t)
         av = a if isinstance(a, Value) else self.const(a, t)
