@@ -105,7 +105,7 @@ _KEYWORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TOKEN = re.compile(r"\s*(?:(`[^`]*`)|(\$[A-Za-z_][A-Za-z0-9_]*\^?)|(attr-dict\^?)|(type|keyword)\(\s*(\$[A-Za-z_][A-Za-z0-9_]*)\s*\)(\^?)"
                     r"|(\()|(\)\?)|(\S+))")
 
-# attribute kind name -> literal form (see grammar_for_form)
+# attribute kind name -> literal form (the grammar of each: _FORM_GRAMMAR)
 _KIND_FORMS = {"string": "string", "symbol": "symbol", "integer": "int", "float": "float", "bool": "bool",
                "any": "scalar", "enum": "keyword"}
 
@@ -146,6 +146,8 @@ class AssemblyFormat:
     def __init__(self, cls, text):
         self.text = text
         self.owner = cls.__name__
+        if cls.OPERANDS is None or cls.RESULTS is None:
+            raise self.error("the class must declare OPERANDS and RESULTS")
         self.operand_names = _names(cls.OPERANDS)
         self.result_names = _names(cls.RESULTS)
         self.variadic_slot = _variadic(cls.OPERANDS)
@@ -245,6 +247,9 @@ class AssemblyFormat:
                         raise self.error(f"attribute '{name}' of kind {attrs[name].kind.name} has no inline form; "
                                          "leave it to attr-dict")
                 el = _Attr(name, form)
+                if len(stack) == 1 and attrs[name].default is None:
+                    raise self.error(f"attribute '{name}' may be unset: put it in an optional group as its "
+                                     f"anchor, (... ${name}^ ...)?, or leave it to attr-dict")
             elif name in self.result_names:
                 raise self.error(f"'${name}' is a result; results are named left of '=', write type(${name})")
             else:
@@ -270,15 +275,11 @@ class AssemblyFormat:
             if n not in used:
                 raise self.error(f"operand '{n}' is not in the format")
         typed = {e.index for e in flat if isinstance(e, _Type) and e.of == "result"}
-        if cls.RESULTS is None:
-            raise self.error("the class must declare RESULTS")
         if cls.RESULTS and cls.RESULTS[-1].startswith("*"):
             if typed:
                 raise self.error("a variadic result's types cannot be written")
             if cls.infer_types is _base_infer():
                 raise self.error("variadic results need an infer_types hook")
-        if cls.OPERANDS is None:
-            raise self.error("the class must declare OPERANDS")
         if typed and len(typed) != len(self.result_names):
             missing = [n for i, n in enumerate(self.result_names) if i not in typed]
             raise self.error(f"the types of results {', '.join(missing)} are not in the format; write "
@@ -388,6 +389,13 @@ def _printer_parts(elements, consumed):
                         inner.append(s)
                 emit(e.elements, ilit, inner.append)
                 out_fn(_group_printer(e.anchor, tuple(inner)))
+            elif isinstance(e, _Operand) and e.variadic and sp.before_value():
+                # a bare list: its space only when it has values (`te.x : T`, not `te.x  : T`)
+                i = e.slot
+                f = lambda op, p, i=i: " " + p.values(op.operands[i:]) if len(op.operands) > i else ""  # noqa: E731
+                f.expr = f"(' ' + p.values(o[{i}:]) if len(o) > {i} else '')"
+                out_fn(f)
+                sp.after_value()
             else:
                 out_lit(sp.before_value())
                 out_fn(_value_printer(e))

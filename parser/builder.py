@@ -11,7 +11,9 @@ build the IR directly:
 
 Dialects add methods for their own rules (``dialects/*/syntax.py``); each
 custom op with regions calls ``open_op`` from a header rule and
-``close_op`` when the op itself is reduced.
+``close_op`` when the op itself is reduced.  The rules generated from the
+ops' assembly formats get their callbacks from ``format_callback`` (end of
+this file).
 """
 
 from __future__ import annotations

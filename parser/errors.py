@@ -28,6 +28,7 @@ _DESCRIBE = {
     "VALUE_LIST": "an operand list (%a, %b)",
     "INDEX_LIST": "an index list [%i, %j]",
     "RESULTS": "an operation",
+    "FMT_BOOL": "'true' or 'false'",
     "$END": "end of file",
 }
 

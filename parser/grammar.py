@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 
 from ..ir.registry import DIALECTS
 
@@ -35,6 +36,10 @@ def _syntax_modules():
             if e.name != pkg + ".syntax":
                 raise
     return mods
+
+
+class GrammarBuildError(Exception):
+    """The dialects' grammars and formats do not make one grammar."""
 
 
 def format_ops(mods):
@@ -67,7 +72,6 @@ def format_rules(classes):
 def format_grammar(rules) -> tuple[str, list]:
     """The generated grammar text for `rules`, and the rule names for
     ``custom_op``."""
-    import re
     lines = ["// ---- generated from the ops' ASSEMBLY_FORMAT (parser/grammar.py) ----"]
     names = []
     for rule, fmt, classes in rules:
@@ -101,12 +105,18 @@ def grammar_text(mods, rules=None) -> str:
     here = os.path.dirname(__file__)
     parts = [open(os.path.join(here, "core.lark"), encoding="utf-8").read()]
     op_rules = []
-    for m in mods:
-        path = os.path.join(os.path.dirname(m.__file__), m.GRAMMAR)
-        parts.append(f"// ---- {m.__name__} ----\n" + open(path, encoding="utf-8").read())
-        op_rules.extend(m.OP_RULES)
     if rules is None:
         rules = format_rules(format_ops(mods))
+    formatted = {c.name for _, _, classes in rules for c in classes}
+    for m in mods:
+        path = os.path.join(os.path.dirname(m.__file__), m.GRAMMAR)
+        text = open(path, encoding="utf-8").read()
+        for lit in re.findall(r'"([\w.]+)"', text):
+            if lit in formatted:
+                raise GrammarBuildError(f"{path}: '{lit}' has an ASSEMBLY_FORMAT and a hand-written rule; "
+                                        "keep one")
+        parts.append(f"// ---- {m.__name__} ----\n" + text)
+        op_rules.extend(m.OP_RULES)
     if rules:
         text, names = format_grammar(rules)
         parts.append(text)
@@ -151,9 +161,14 @@ class Parser:
         callbacks.update({n: self.depth.close for n in _CLOSE})
         self.text = grammar_text(mods, rules)
         from .lexer import FastContextualLexer
-        self.lark = Lark(self.text, parser="lalr", lexer="contextual", transformer=self.builder,
-                         maybe_placeholders=False, cache=True, lexer_callbacks=callbacks,
-                         _plugins={"ContextualLexer": FastContextualLexer})
+        from lark.exceptions import GrammarError
+        try:
+            self.lark = Lark(self.text, parser="lalr", lexer="contextual", transformer=self.builder,
+                             maybe_placeholders=False, cache=True, lexer_callbacks=callbacks,
+                             _plugins={"ContextualLexer": FastContextualLexer})
+        except GrammarError as e:
+            gen = ", ".join(f"{r} ({', '.join(c.name for c in cs)})" for r, _, cs in rules)
+            raise GrammarBuildError(f"{e}\nrules generated from assembly formats: {gen}") from None
         self.terminals = {t.name: t for t in self.lark.terminals}
 
     def parse(self, text: str, filename: str, line_offset=0, resources=None, allow_unregistered=False):

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tvmd.ir.assembly_format import FormatError
-from tvmd.ir.attrkinds import ANY, INT, STR, enum, optional
+from tvmd.ir.attrkinds import INT, STR, optional
 from tvmd.ir.core import Attr, Operation
 from tvmd.ir.diagnostics import DiagnosticError
 from tvmd.ir.printer import print_module
@@ -98,12 +98,32 @@ def test_bad_attribute_directives():
         _op("$n $lhs `,` $rhs attr-dict `:` type($result)", attrs={"n": Attr(INTS)})
 
 
+def test_optional_attribute_needs_a_group():
+    with pytest.raises(FormatError, match="may be unset"):
+        _op("$n $lhs `,` $rhs attr-dict `:` type($result)", attrs={"n": Attr(optional(STR), None)})
+    cls = _op("$lhs `,` $rhs (`tag` $n^)? attr-dict `:` type($result)", attrs={"n": Attr(optional(STR), None)})
+    assert cls._assembly_format.groups[0][0] == '"tag" STRING'
+
+
 def test_print_custom_and_format_conflict():
     with pytest.raises(FormatError, match="defines print_custom and has ASSEMBLY_FORMAT"):
         _op("$lhs `,` $rhs attr-dict `:` type($result)", print_custom=lambda self, p: None)
     # a subclass that prints by hand turns the inherited format off
     base = _op("$lhs `,` $rhs attr-dict `:` type($result)")
     type("Sub", (base,), {"__slots__": (), "ASSEMBLY_FORMAT": None, "print_custom": lambda self, p: None})
+
+
+def test_grammar_refuses_a_format_and_a_rule_for_one_op(tmp_path, monkeypatch):
+    import types
+    from tvmd.parser import grammar
+    from tvmd.dialects.arith.ops import AddFOp
+    (tmp_path / "x.lark").write_text('x_add: "arith.addf" VALUE\n')
+    mod = types.ModuleType("tvmd.dialects.x.syntax")
+    mod.__file__ = str(tmp_path / "syntax.py")
+    mod.GRAMMAR, mod.OP_RULES = "x.lark", ["x_add"]
+    rules = grammar.format_rules([AddFOp])
+    with pytest.raises(grammar.GrammarBuildError, match="'arith.addf' has an ASSEMBLY_FORMAT and a hand-written"):
+        grammar.grammar_text([mod], rules)
 
 
 # -- printing and parsing back ---------------------------------------------------------
@@ -264,3 +284,54 @@ def test_random_arith_round_trip(src):
     m = parse_module(src)
     assert print_module(m) == src
     assert print_module(parse_module(print_module(m, generic=True))) == src
+
+
+# -- the general parse path: optional groups, bare operand lists -------------------------------
+
+class _Tagged(Operation):
+    __slots__ = ()
+    name = "testfmt.tagged"
+    OPERANDS = ("lhs", "*rest")
+    RESULTS = ("result",)
+    ATTRS = {"n": Attr(INT), "tag": Attr(optional(STR), None)}
+    ASSEMBLY_FORMAT = "$n $lhs (`tag` $tag^)? (`with` $rest^)? attr-dict `:` type($result)"
+
+
+class _Sum(Operation):
+    __slots__ = ()
+    name = "testfmt.sum"
+    OPERANDS = ("*xs",)
+    RESULTS = ("result",)
+    ASSEMBLY_FORMAT = "$xs attr-dict `:` type($result)"
+
+
+def _mini_parser():
+    """A parser for core.lark plus the rules of the two test ops alone."""
+    from lark import Lark
+    from tvmd.parser.builder import CoreBuilder
+    from tvmd.parser.grammar import format_callbacks, format_rules, grammar_text
+    rules = format_rules([_Sum, _Tagged])
+    builder = type("B", (CoreBuilder,), format_callbacks(rules))()
+    lark = Lark(grammar_text([], rules), parser="lalr", lexer="contextual", transformer=builder,
+                maybe_placeholders=False)
+    return lark, builder
+
+
+GENERAL = """\
+%a = "testfmt.src"() : () -> f32
+%r = testfmt.tagged 3 %a : f32
+%s = testfmt.tagged 4 %a tag "hi" with %a, %r {x = 1} : f32
+%t = testfmt.sum %a, %r, %s : f32
+%u = testfmt.sum : f32
+"""
+
+
+def test_general_path_round_trip():
+    lark, b = _mini_parser()
+    b.reset("<t>", 0, None, True)
+    m = lark.parse(GENERAL)
+    ops = list(m.body.ops)
+    assert ops[1].attributes == {"n": 3, "tag": None} and len(ops[1].operands) == 1
+    assert ops[2].attributes == {"n": 4, "tag": "hi", "x": 1} and ops[2].operands[1:] == [ops[0].result, ops[1].result]
+    assert len(ops[3].operands) == 3 and ops[4].operands == []
+    assert print_module(m).replace("\n\n", "\n") == GENERAL

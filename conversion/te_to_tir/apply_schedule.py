@@ -75,12 +75,13 @@ class ApplySchedule(ModulePass):
 
 
 def needs_schedule(func) -> bool:
-    from ...dialects.te.schedule_ops import SCHEDULE_OPS
-    return any(op.name in ("te.compute", "te.extern") or op.name in SCHEDULE_OPS for op in func.body.ops)
+    from ...dialects.te.ops import ComputeOp, ExternOp
+    from ...dialects.te.schedule_ops import ScheduleOp
+    return any(isinstance(op, (ComputeOp, ExternOp, ScheduleOp)) for op in func.body.ops)
 
 
 def apply_to_func(func):
-    from ...dialects.te.ops import ARG_REDUCERS, ExternCallOp, RealizeOp
+    from ...dialects.te.ops import ARG_REDUCERS, ExternCallOp, ExternOp, RealizeOp
     from ...ir import types as T
     from .inline import inline_stage
     from .loop_nest import NestBuilder
@@ -106,7 +107,7 @@ def apply_to_func(func):
 
     r_of = {}
     by_compute = {st.compute: st for st in live if st.attach == "root"}
-    order = [by_compute.get(op, op) for op in func.body.ops if op in by_compute or op.name == "te.extern"]
+    order = [by_compute.get(op, op) for op in func.body.ops if op in by_compute or isinstance(op, ExternOp)]
     ret = func.return_op.detach()
     anchor = func.body.first
     for st in order:
@@ -174,7 +175,8 @@ def check_attach(sched, st, target, iv):
     if iv not in target.leaves:
         raise op.error(f"axis '{iv.name}' of '{target.name}' was split or fused after it was named here; "
                        "attach to one of the axes that made")
-    ext = next((u for u in st.compute.results[0].users if u.name == "te.extern"), None)
+    from ...dialects.te.ops import ExternOp
+    ext = next((u for u in st.compute.results[0].users if isinstance(u, ExternOp)), None)
     if ext is not None:
         raise op.error(f"'{st.name}' is also read by the te.extern @{ext.attributes['callee'].name}; "
                        "compute_at needs a single consumer", notes=[(ext.loc, "read here")])

@@ -12,13 +12,14 @@ reads must not touch memory there.
 
 from __future__ import annotations
 
+from ...dialects.te.ops import ReadOp, YieldOp
 from ...ir import types as T
 
 
 def inline_stage(compute):
     res = compute.results[0]
     for user in list(res.users):
-        if user.name != "te.read":
+        if not isinstance(user, ReadOp):
             raise user.error(f"cannot inline '{res.name}' into a '{user.name}'")
         _inline_read(compute, user)
 
@@ -35,11 +36,11 @@ def _inline_read(compute, read):
     mapping = dict(zip(compute.spatial_axes, read.indices))
     guard = read.condition
     for op in compute.body.ops:
-        if op.name == "te.yield":
+        if isinstance(op, YieldOp):
             break
         new = op.clone(mapping)
         block.insert_before(read, new)
-        if guard is not None and new.name == "te.read":
+        if guard is not None and isinstance(new, ReadOp):
             if new.guarded:
                 both = _insert(block, new, "arith.andi", [new.condition, guard], T.i1)
                 new.set_operand(len(new.operands) - 1, both)

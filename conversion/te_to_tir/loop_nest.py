@@ -31,7 +31,8 @@ the base.
 from __future__ import annotations
 
 from ...dialects.te.builder import Emitter, combine_values, reducer_identity, reducer_identity_value
-from ...dialects.te.ops import ARG_REDUCERS
+from ...dialects.arith.ops import ConstantOp
+from ...dialects.te.ops import ARG_REDUCERS, ReadOp, YieldOp
 from ...ir import types as T
 from ...ir.core import Block, Region
 from .bounds import Aff, IndexIntervals, Interval, Unbounded
@@ -233,11 +234,11 @@ class NestBuilder:
                 v = e.add(v, ctx.bases[d])
             mapping[arg] = e.val(v)
         for op in c.body.ops:
-            if op.name == "te.yield":
+            if isinstance(op, YieldOp):
                 break
-            if op.name == "arith.constant":   # hoisted to the function's entry, shared
+            if isinstance(op, ConstantOp):   # hoisted to the function's entry, shared
                 mapping[op.results[0]] = e.const(op.attributes["value"], op.results[0].type)
-            elif op.name == "te.read" and op.tensor in self.remap:
+            elif isinstance(op, ReadOp) and op.tensor in self.remap:
                 self.shifted_read(op, mapping)
             else:
                 e.block.append(op.clone(mapping))
@@ -336,7 +337,7 @@ class NestBuilder:
         region = None
         res = prod.compute.results[0]
         for op in c.body.ops:
-            if op.name != "te.read" or op.tensor is not res:
+            if not isinstance(op, ReadOp) or op.tensor is not res:
                 continue
             its = [ii.of(v) for v in op.indices]
             if region is None:

@@ -59,9 +59,10 @@ def load_schedule_file(module, path):
     """Append the schedule ops of `path` to the te.funcs of `module`."""
     from ...ir.diagnostics import DiagnosticError
     from ...ir.location import FileLoc
+    from ...dialects.te.ops import FuncOp
     from ...parser import read_source
     _, text = read_source(path)
-    funcs = {op.attributes["sym_name"]: op for op in module.body.ops if op.name == "te.func"}
+    funcs = {op.attributes["sym_name"]: op for op in module.body.ops if isinstance(op, FuncOp)}
     for name, header_line, start, body in read_blocks(text, path):
         f = funcs.get(name)
         if f is None:
@@ -87,7 +88,7 @@ def scope_names(func):
 
 def parse_in_scope(text, filename, line_offset, func):
     """Parse schedule ops with `func`'s names defined; returns the ops."""
-    from ...dialects.te.schedule_ops import SCHEDULE_OPS
+    from ...dialects.te.schedule_ops import ScheduleOp
     from ...parser import parse_module
     from ...parser.grammar import get_parser
     p = get_parser()
@@ -106,6 +107,6 @@ def parse_in_scope(text, filename, line_offset, func):
         del b.reset
     ops = list(m.body.ops)
     for op in ops:
-        if op.name not in SCHEDULE_OPS:
+        if not isinstance(op, ScheduleOp):
             raise op.error("is not a schedule op; a schedule file holds te schedule ops only")
     return ops

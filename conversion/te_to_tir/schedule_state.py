@@ -130,13 +130,14 @@ class Schedule:
         return st
 
     def read(self):
-        from ...dialects.te.schedule_ops import SCHEDULE_OPS
+        from ...dialects.te.ops import ComputeOp
+        from ...dialects.te.schedule_ops import ScheduleOp
         for op in self.func.body.ops:
-            if op.name == "te.compute":
+            if isinstance(op, ComputeOp):
                 st = Stage(op)
                 self.stages.append(st)
                 self.by_value[op.results[0]] = st
-            elif op.name in SCHEDULE_OPS:
+            elif isinstance(op, ScheduleOp):
                 self.ops.append(op)
                 getattr(self, "_" + op.name[3:])(op)
         return self

@@ -1,6 +1,6 @@
 """arith ops (MLIR's names), each with a numpy evaluator.
 
-Custom forms::
+Custom forms (each class's ``ASSEMBLY_FORMAT``: ir/assembly_format.py)::
 
     %c = arith.constant 1.0 : f32
     %s = arith.addf %a, %b : f32                  binary, same type in and out

@@ -37,7 +37,10 @@ from ...ir.lazy import lazy_module
 from ...ir.location import UNKNOWN
 from ...ir.types import TensorType, TupleType
 from .ops.base import RelayOp
-from .ops.function import CallOp, ConstantOp
+from .ops.adt import ConstructOp, MatchOp
+from .ops.closure import CallIndirectOp, FnOp, FuncRefOp
+from .ops.control import IfOp, TupleGetItemOp, TupleOp, YieldOp
+from .ops.function import CallOp, ConstantOp, FuncOp, ReturnOp
 from .patterns import TUPLE, VAR, WILD, from_attr
 
 np = lazy_module("numpy")
@@ -89,7 +92,7 @@ class Closure:
         self.captured = captured
 
     def __repr__(self):
-        if self.op.name == "relay.func":
+        if isinstance(self.op, FuncOp):
             return f"<function @{self.op.sym_name}>"
         return f"<closure at {self.op.loc.text()}>"
 
@@ -118,7 +121,7 @@ def run_function(module, name: str, *args):
     func = interp.functions.get(name)
     if func is None:
         raise DiagnosticError(getattr(module, "loc", UNKNOWN), f"no function named '@{name}' in the module")
-    if func.name != "relay.func":
+    if not isinstance(func, FuncOp):
         raise func.error("is not a relay.func; only relay functions can be interpreted")
     results = interp.call(func, args, None)
     return results[0] if len(results) == 1 else tuple(results)
@@ -253,7 +256,7 @@ class Interpreter:
         env = {}
         for i, (p, a) in enumerate(zip(params, args)):
             env[p] = conform(where, _as_value(a, p.type), p.type, f"argument {i} of @{func.sym_name} is")
-        return self._block(body, env, "relay.return", func)
+        return self._block(body, env, ReturnOp, func)
 
     def _enter_closure(self, clo, args, where):
         if clo.captured is None:
@@ -265,52 +268,51 @@ class Interpreter:
         env = dict(clo.captured)
         for i, (p, a) in enumerate(zip(params, args)):
             env[p] = conform(where, a, p.type, f"argument {i} of the closure is")
-        return self._block(fn.regions[0].blocks[0], env, "relay.return", fn)
+        return self._block(fn.regions[0].blocks[0], env, ReturnOp, fn)
 
     # -- blocks ------------------------------------------------------------------------
 
     def _block(self, block, env, terminator, owner):
         """A generator running `block`; returns the values of its terminator."""
         for op in block.ops:
-            name = op.name
-            if name == terminator:
+            if isinstance(op, terminator):
                 return [env[v] for v in op.operands]
             args = [env[v] for v in op.operands]
-            if name not in _SPECIAL:
+            if not isinstance(op, _SPECIAL):
                 if op.regions:
                     raise op.error("has regions the relay interpreter does not know how to run")
                 env[op.results[0]] = evaluate_op(op, args)
-            elif name == "relay.call":
+            elif isinstance(op, CallOp):
                 callee = self._callee(op)
                 out = (yield (self._enter(callee, args, op), True, op))
                 env[op.results[0]] = self._one_result(op, out, f"@{op.callee}")
-            elif name == "relay.call_indirect":
+            elif isinstance(op, CallIndirectOp):
                 clo = args[0]
                 if not isinstance(clo, Closure):
                     raise op.error(f"calls {_describe(clo)}, which is not a function")
                 out = (yield (self._enter_closure(clo, args[1:], op), True, op))
                 env[op.results[0]] = self._one_result(op, out, "the function")
-            elif name == "relay.if":
+            elif isinstance(op, IfOp):
                 region = op.regions[0] if _truth(op, args[0]) else op.regions[1]
-                out = (yield (self._block(region.blocks[0], env, "relay.yield", op), False, op))
+                out = (yield (self._block(region.blocks[0], env, YieldOp, op), False, op))
                 env[op.results[0]] = conform(op, out[0], op.results[0].type, "yielded")
-            elif name == "relay.match":
+            elif isinstance(op, MatchOp):
                 region, bound = self._select_arm(op, args[0])
                 for a, v in zip(region.blocks[0].args, bound):
                     env[a] = v
-                out = (yield (self._block(region.blocks[0], env, "relay.yield", op), False, op))
+                out = (yield (self._block(region.blocks[0], env, YieldOp, op), False, op))
                 env[op.results[0]] = conform(op, out[0], op.results[0].type, "yielded")
-            elif name == "relay.fn":
+            elif isinstance(op, FnOp):
                 env[op.results[0]] = Closure(op, {v: env[v] for v in self._free_values(op)})
-            elif name == "relay.func_ref":
+            elif isinstance(op, FuncRefOp):
                 env[op.results[0]] = Closure(self._callee(op))
-            elif name == "relay.construct":
+            elif isinstance(op, ConstructOp):
                 env[op.results[0]] = ConValue(op.attributes["constructor"], args)
             else:
                 # tuples hold any values, not only arrays: closures, ADT values
-                out = tuple(args) if name == "relay.tuple" else _project(op, args[0])
+                out = tuple(args) if isinstance(op, TupleOp) else _project(op, args[0])
                 env[op.results[0]] = conform(op, out, op.results[0].type, "computed")
-        raise owner.error(f"a block does not end with '{terminator.split('.')[1]}'")
+        raise owner.error(f"a block does not end with '{terminator.name.split('.')[1]}'")
 
     def _callee(self, op):
         name = op.attributes["callee"].name
@@ -320,7 +322,7 @@ class Interpreter:
             callee = lookup_symbol(op, name)
         if callee is None:
             raise op.error(f"'@{name}' does not reference a function in this module")
-        if callee.name != "relay.func":
+        if not isinstance(callee, FuncOp):
             raise op.error(f"calls '@{name}', a '{callee.name}'; the relay interpreter only runs "
                            "relay functions")
         return callee
@@ -364,8 +366,7 @@ class Interpreter:
 
 
 # the ops _block runs itself; every other op is evaluate_op's
-_SPECIAL = frozenset({"relay.call", "relay.call_indirect", "relay.if", "relay.match", "relay.fn",
-                      "relay.func_ref", "relay.construct", "relay.tuple", "relay.get_item"})
+_SPECIAL = (CallOp, CallIndirectOp, IfOp, MatchOp, FnOp, FuncRefOp, ConstructOp, TupleOp, TupleGetItemOp)
 
 
 def _project(op, t):

@@ -39,6 +39,7 @@ from __future__ import annotations
 from ...ir import types as T
 from ...ir.attrkinds import INT, enum, optional
 from ...ir.core import Attr, Operation
+from .ops import ComputeOp
 
 AXIS = T.OpaqueType("te.axis")
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
@@ -52,36 +53,36 @@ def stage_axis_count(v, at=None) -> int:
     an rfactor a reduction over the factored axis alone."""
     d = v.defining_op()
     if at is not None:
-        changed = [u for u in v.users if u.name in ("te.cache_write", "te.rfactor") and u.operands[0] is v
+        changed = [u for u in v.users if isinstance(u, (CacheWriteOp, RFactorOp)) and u.operands[0] is v
                    and u.parent is at.parent and u.is_before_in_block(at)]
     else:
-        changed = [u for u in v.users if u.name in ("te.cache_write", "te.rfactor") and u.operands[0] is v]
+        changed = [u for u in v.users if isinstance(u, (CacheWriteOp, RFactorOp)) and u.operands[0] is v]
     if changed:
-        return v.type.rank + (1 if changed[-1].name == "te.rfactor" else 0)
-    if d.name == "te.compute":
+        return v.type.rank + (1 if isinstance(changed[-1], RFactorOp) else 0)
+    if isinstance(d, ComputeOp):
         return len(d.extents)
-    if d.name == "te.cache_read":
+    if isinstance(d, CacheReadOp):
         return d.results[0].type.rank
-    if d.name == "te.cache_write":
+    if isinstance(d, CacheWriteOp):
         return stage_axis_count(d.operands[0], d)
     # rfactor: one more spatial axis; the factored reduce axis goes unless it
     # was one part of a split (the other part stays a reduce axis)
     src = d.operands[0]
     n_red = stage_axis_count(src, d) - src.type.rank
     h = d.operands[1].defining_op()
-    return d.results[0].type.rank + n_red - (0 if h is not None and h.name == "te.split" else 1)
+    return d.results[0].type.rank + n_red - (0 if isinstance(h, SplitOp) else 1)
 
 
 def handle_extent(h) -> int:
     """The extent of a root axis handle, or of one part of a split of one
     (an rfactor'd axis), read off the te.axes / te.split that made it."""
     op = h.defining_op()
-    if op.name == "te.split":
+    if isinstance(op, SplitOp):
         e = handle_extent(op.operands[0])
         f, p = op.attributes.get("factor"), op.attributes.get("nparts")
         inner = min(f, e) if f is not None else -(-e // p)
         return inner if h is op.results[1] else -(-e // inner)
-    if op.name == "te.axes":
+    if isinstance(op, AxesOp):
         c = op.operands[0].defining_op()
         k = op.results.index(h)
         return c.extents[k]
@@ -91,7 +92,7 @@ def handle_extent(h) -> int:
 def is_stage(v) -> bool:
     """A te.compute result, or a stage a stage op makes."""
     d = v.defining_op()
-    return d is not None and (d.name == "te.compute" or d.name in STAGE_OPS)
+    return isinstance(d, (ComputeOp, StageOp))
 
 
 class ScheduleOp(Operation):
@@ -348,7 +349,8 @@ class RFactorOp(StageOp):
             raise self.error(f"operand #1 must be an axis handle (!te.axis), got {self.operands[1].type}")
 
 
-STAGE_OPS = frozenset({"te.cache_write", "te.cache_read", "te.rfactor"})
-SCHEDULE_OPS = frozenset({c.name for c in (AxesOp, SplitOp, TileOp, FuseOp, ReorderOp, ParallelOp, VectorizeOp,
-                                           UnrollOp, BindOp, PragmaOp, ComputeInlineOp, ComputeRootOp,
-                                           ComputeAtOp, SetScopeOp, StorageAlignOp, DoubleBufferOp)}) | STAGE_OPS
+# the op families, for isinstance: every schedule op derives from ScheduleOp,
+# the stage-making ones (cache_read, cache_write, rfactor) from StageOp
+STAGE_OPS = (CacheWriteOp, CacheReadOp, RFactorOp)
+SCHEDULE_OPS = (AxesOp, SplitOp, TileOp, FuseOp, ReorderOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, PragmaOp,
+                ComputeInlineOp, ComputeRootOp, ComputeAtOp, SetScopeOp, StorageAlignOp, DoubleBufferOp) + STAGE_OPS

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ...ir import types as T
 from ..arith import ops as A
+from .ops import ForOp
 
 # scalar meaning of the ops the interval rules evaluate on bounds (one
 # definition: dialects/arith/semantics.py)
@@ -106,7 +107,7 @@ class Bounds:
             return (None, None)   # fixed-width integers wrap: interval arithmetic would lie
         if d is None:
             owner = v.block.parent_op
-            if owner is not None and owner.name == "tir.for" and v is owner.body.args[0]:
+            if isinstance(owner, ForOp) and v is owner.body.args[0]:
                 lo = owner.lower
                 hi = owner.upper
                 lo = lo if isinstance(lo, int) else self.range(lo, depth)[0]

@@ -45,6 +45,7 @@ import numpy as np
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from ..arith import ops as A
+from . import ops as tir
 
 
 # -- values of each type ------------------------------------------------------
@@ -167,8 +168,7 @@ class _Compiler:
     # -- ops --------------------------------------------------------------------
 
     def op(self, op):
-        name = op.name
-        if op in self.barrier_ops and name != "tir.barrier":
+        if op in self.barrier_ops and not isinstance(op, tir.BarrierOp):
             # a loop or if holding a barrier, reached outside any lockstep group
             g = self.gen_op(op)
 
@@ -176,24 +176,23 @@ class _Compiler:
                 for _ in g(env):
                     pass
             return run_gen
-        h = getattr(self, "op_" + name.replace(".", "_"), None)
+        h = _HANDLERS.get(type(op))
         if h is None:
             if isinstance(op, A.ArithOp):
                 return self.arith_generic(op)
-            raise DiagnosticError(op.loc, f"the tir interpreter cannot run '{name}'")
-        return h(op)
+            raise DiagnosticError(op.loc, f"the tir interpreter cannot run '{op.name}'")
+        return h(self, op)
 
     def gen_op(self, op):
-        name = op.name
-        if name == "tir.barrier":
+        if isinstance(op, tir.BarrierOp):
             def barrier(env):
                 yield
             return barrier
-        if name == "tir.if":
+        if isinstance(op, tir.IfOp):
             return self.if_(op, gen=True)
-        if name == "tir.for":
+        if isinstance(op, tir.ForOp):
             return self.for_(op, gen=True)
-        raise DiagnosticError(op.loc, f"'{name}' cannot hold a tir.barrier")
+        raise DiagnosticError(op.loc, f"'{op.name}' cannot hold a tir.barrier")
 
     # arith -----------------------------------------------------------------
 
@@ -479,6 +478,21 @@ class _Compiler:
         return intrin
 
 
+# op class -> the _Compiler method that compiles it (arith ops other than
+# constants go through arith_generic)
+_HANDLERS = {
+    A.ConstantOp: _Compiler.op_arith_constant,
+    tir.AllocOp: _Compiler.op_tir_alloc,
+    tir.LoadOp: _Compiler.op_tir_load,
+    tir.StoreOp: _Compiler.op_tir_store,
+    tir.ForOp: _Compiler.op_tir_for,
+    tir.IfOp: _Compiler.op_tir_if,
+    tir.BarrierOp: _Compiler.op_tir_barrier,
+    tir.BroadcastOp: _Compiler.op_tir_broadcast,
+    tir.IntrinOp: _Compiler.op_tir_intrin,
+}
+
+
 def _linear(shape, idx):
     lin = 0
     for d, i in zip(shape, idx):
@@ -512,7 +526,7 @@ def _barrier_ops(func_op) -> set:
     """The ops that hold a tir.barrier somewhere inside (and the barriers)."""
     out = set()
     for op in func_op.walk(include_self=False):
-        if op.name == "tir.barrier":
+        if isinstance(op, tir.BarrierOp):
             p = op
             while p is not None and p is not func_op:
                 out.add(p)
@@ -524,7 +538,7 @@ class Program:
     """A tir.func compiled to closures; call it with the arguments."""
 
     def __init__(self, func_op):
-        if func_op.name != "tir.func":
+        if not isinstance(func_op, tir.FuncOp):
             raise TypeError(f"expected a tir.func, got {func_op.name}")
         self.func = func_op
         c = _Compiler()
@@ -580,6 +594,6 @@ def run(func_op, *args):
 def run_in_module(module, name, *args):
     """Run the tir.func named `name` in `module`."""
     f = module.lookup(name) if hasattr(module, "lookup") else None
-    if f is None or f.name != "tir.func":
+    if not isinstance(f, tir.FuncOp):
         raise KeyError(f"no tir.func @{name} in the module")
     return run(f, *args)

@@ -14,14 +14,14 @@ heavy so that loading one pass stays cheap.
 
 from __future__ import annotations
 
-RELAY_FUNC = "relay.func"
+from ..ops.function import ConstantOp, FuncOp
 
 
 def relay_functions(module, include_primitive: bool = True):
     """The relay.func ops at the top level of `module`, in order."""
     out = []
     for op in module.regions[0].blocks[0].ops:
-        if op.name == RELAY_FUNC and (include_primitive or "primitive" not in op.attributes):
+        if isinstance(op, FuncOp) and (include_primitive or "primitive" not in op.attributes):
             out.append(op)
     return out
 
@@ -33,7 +33,7 @@ def is_primitive(func) -> bool:
 def defining_constant(v):
     """The relay.constant op defining `v`, or None."""
     d = v.defining_op()
-    return d if d is not None and d.name == "relay.constant" else None
+    return d if isinstance(d, ConstantOp) else None
 
 
 def erase_if_dead(ops):

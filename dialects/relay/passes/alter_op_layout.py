@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
 from . import defining_constant, erase_if_dead, relay_functions
+from ..ops.nn import DenseOp
 
 MIN_ROWS = 4
 
@@ -51,7 +52,7 @@ class AlterOpLayout(ModulePass):
             for r in op.regions:
                 for b in r.blocks:
                     n += self._block(b)
-            if op.name != "relay.nn.dense" or not _worth_it(op):
+            if not isinstance(op, DenseOp) or not _worth_it(op):
                 continue
             w = defining_constant(op.operands[1])
             wt = transposed.get(w)

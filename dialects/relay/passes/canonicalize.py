@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from ....ir.pass_manager import ANY, ModulePass, option
 from ....ir.rewriter import RewritePattern, apply_patterns_greedily
 from . import defining_constant
+from ..ops.elemwise import ReluOp
+from ..ops.transform import LayoutTransformOp
 
 
 @dataclass
@@ -189,7 +191,7 @@ class ReluRelu(RewritePattern):
 
     def match_and_rewrite(self, op, rw) -> bool:
         d = op.operands[0].defining_op()
-        if d is not None and d.name == "relay.nn.relu":
+        if isinstance(d, ReluOp):
             rw.replace_op(op, [op.operands[0]])
             return True
         return False
@@ -212,9 +214,8 @@ class LayoutTransformCompose(RewritePattern):
     ROOT = "relay.layout_transform"
 
     def match_and_rewrite(self, op, rw) -> bool:
-        from ..ops.transform import LayoutTransformOp
         inner = op.operands[0].defining_op()
-        if inner is None or inner.name != "relay.layout_transform":
+        if not isinstance(inner, LayoutTransformOp):
             return False
         if inner.attributes["dst_layout"] != op.attributes["src_layout"]:
             return False

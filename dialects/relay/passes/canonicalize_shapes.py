@@ -7,6 +7,10 @@ each checks types, so a rewrite never changes a value's type.
 from __future__ import annotations
 
 from ....ir.rewriter import RewritePattern
+from ..ops.control import TupleOp
+from ..ops.elemwise import AddOp
+from ..ops.nn import DenseOp
+from ..ops.transform import ExpandDimsOp, ReshapeOp, SqueezeOp, TransposeOp
 
 
 def shape_patterns(bias_add_to_add=False):
@@ -18,14 +22,13 @@ def shape_patterns(bias_add_to_add=False):
     return out
 
 
-def _producer(v, name):
+def _producer(v, cls):
     d = v.defining_op()
-    return d if d is not None and d.name == name else None
+    return d if isinstance(d, cls) else None
 
 
-def _build(rw, before, name, *operands, **attrs):
-    from ....ir.registry import get_op_class
-    new = get_op_class(name).build(*operands, loc=before.loc, **attrs)
+def _build(rw, before, cls, *operands, **attrs):
+    new = cls.build(*operands, loc=before.loc, **attrs)
     rw.insert_before(before, new)
     return new.results[0]
 
@@ -41,7 +44,7 @@ class NoOp(RewritePattern):
         x = op.operands[0]
         if x.type is not op.results[0].type:
             return False
-        if op.name == "relay.transpose":
+        if isinstance(op, TransposeOp):
             axes = op.attributes.get("axes")
             if axes is not None and list(axes) != list(range(len(axes))):
                 return False
@@ -53,11 +56,11 @@ class ReshapeReshape(RewritePattern):
     ROOT = "relay.reshape"
 
     def match_and_rewrite(self, op, rw) -> bool:
-        inner = _producer(op.operands[0], "relay.reshape")
+        inner = _producer(op.operands[0], ReshapeOp)
         t = op.results[0].type
         if inner is None or not t.is_static:
             return False
-        new = _build(rw, op, "relay.reshape", inner.operands[0], newshape=list(t.shape))
+        new = _build(rw, op, ReshapeOp, inner.operands[0], newshape=list(t.shape))
         rw.replace_op(op, [new])
         return True
 
@@ -66,7 +69,7 @@ class TransposeTranspose(RewritePattern):
     ROOT = "relay.transpose"
 
     def match_and_rewrite(self, op, rw) -> bool:
-        inner = _producer(op.operands[0], "relay.transpose")
+        inner = _producer(op.operands[0], TransposeOp)
         if inner is None:
             return False
         x = inner.operands[0]
@@ -79,7 +82,7 @@ class TransposeTranspose(RewritePattern):
                 return False
             rw.replace_op(op, [x])
             return True
-        new = _build(rw, op, "relay.transpose", x, axes=axes)
+        new = _build(rw, op, TransposeOp, x, axes=axes)
         rw.replace_op(op, [new])
         return True
 
@@ -88,7 +91,7 @@ class SqueezeExpandDims(RewritePattern):
     ROOT = "relay.squeeze"
 
     def match_and_rewrite(self, op, rw) -> bool:
-        inner = _producer(op.operands[0], "relay.expand_dims")
+        inner = _producer(op.operands[0], ExpandDimsOp)
         if inner is None or inner.operands[0].type is not op.results[0].type:
             return False
         a = inner.attributes
@@ -105,7 +108,7 @@ class ExpandDimsSqueeze(RewritePattern):
     ROOT = "relay.expand_dims"
 
     def match_and_rewrite(self, op, rw) -> bool:
-        inner = _producer(op.operands[0], "relay.squeeze")
+        inner = _producer(op.operands[0], SqueezeOp)
         if inner is None or inner.operands[0].type is not op.results[0].type:
             return False
         ax = inner.attributes.get("axis")
@@ -144,7 +147,7 @@ class GetItemOfTuple(RewritePattern):
     ROOT = "relay.get_item"
 
     def match_and_rewrite(self, op, rw) -> bool:
-        t = _producer(op.operands[0], "relay.tuple")
+        t = _producer(op.operands[0], TupleOp)
         if t is None:
             return False
         rw.replace_op(op, [t.operands[op.attributes["index"]]])
@@ -157,10 +160,10 @@ class DenseOfFlatten(RewritePattern):
     ROOT = "relay.reshape"
 
     def match_and_rewrite(self, op, rw) -> bool:
-        dense = _producer(op.operands[0], "relay.nn.dense")
+        dense = _producer(op.operands[0], DenseOp)
         if dense is None or len(dense.results[0].uses) != 1:
             return False
-        flat = _producer(dense.operands[0], "relay.reshape")
+        flat = _producer(dense.operands[0], ReshapeOp)
         if flat is None:
             return False
         x = flat.operands[0]
@@ -169,7 +172,7 @@ class DenseOfFlatten(RewritePattern):
             return False
         if ft.shape[1] != xt.shape[-1] or rt.shape != xt.shape[:-1] + (dense.results[0].type.shape[-1],):
             return False
-        new = _build(rw, op, "relay.nn.dense", x, dense.operands[1], **dense.attributes)
+        new = _build(rw, op, DenseOp, x, dense.operands[1], **dense.attributes)
         if new.type is not rt:
             return False
         rw.replace_op(op, [new])
@@ -186,7 +189,7 @@ class BiasAddToAdd(RewritePattern):
         rank = x.type.rank
         pad = rank - op.norm_axis(rank) - 1
         if pad > 0:
-            b = _build(rw, op, "relay.expand_dims", b, axis=1, num_newaxis=pad)
-        new = _build(rw, op, "relay.add", x, b)
+            b = _build(rw, op, ExpandDimsOp, b, axis=1, num_newaxis=pad)
+        new = _build(rw, op, AddOp, x, b)
         rw.replace_op(op, [new])
         return True

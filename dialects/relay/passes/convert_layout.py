@@ -57,6 +57,10 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass, option
 from . import erase_if_dead, relay_functions
+from ..ops.base import RelayOp
+from ..ops.control import TupleGetItemOp
+from ..ops.function import CallOp, ConstantOp
+from ..ops.transform import LayoutTransformOp
 
 _BLOCKED_DATA = re.compile(r"^NC([DHW]+)(\d+)c$")
 
@@ -123,7 +127,7 @@ class ConvertLayout(ModulePass):
         c.convert_block(block)
         ctx.stat(self, "convs-converted", c.convs)
         ctx.stat(self, "layout-transforms",
-                 sum(1 for op in func.walk() if op.name == "relay.layout_transform"))
+                 sum(1 for op in func.walk() if isinstance(op, LayoutTransformOp)))
         ctx.stat(self, "ops-adapted", c.adapted)
         ctx.stat(self, "ops-converted", c.converted)
 
@@ -172,12 +176,11 @@ class Converter:
         if out is not None:
             return out
         d = v.defining_op()
-        if d is not None and d.name == "relay.layout_transform" and d.attributes["dst_layout"] == src:
+        if isinstance(d, LayoutTransformOp) and d.attributes["dst_layout"] == src:
             # transform of a transform: one transform from the inner source
             self.maybe_dead.append(d)
             out = self.transform(d.operands[0], d.attributes["src_layout"], dst, before)
         else:
-            from ..ops.transform import LayoutTransformOp
             op = LayoutTransformOp.build(v, src_layout=src, dst_layout=dst, loc=before.loc)
             before.parent.insert_before(before, op)
             self.maybe_dead.append(op)   # unused if the op that wanted it could not adapt
@@ -212,7 +215,6 @@ class Converter:
 
     def sweep(self, block):
         from ....ir.traits import TERMINATOR
-        from ..ops.base import RelayOp
         for op in list(block.ops):
             if op.regions:
                 # if / match / fn are opaque themselves, but the ops inside
@@ -233,7 +235,7 @@ class Converter:
                 continue
             done = False
             if (isinstance(op, RelayOp) and TERMINATOR not in op.traits and not op.regions
-                    and len(op.results) == 1 and op.name != "relay.call"):
+                    and len(op.results) == 1 and not isinstance(op, CallOp)):
                 try:
                     done = self.adapt(op)
                 except Exception:   # noqa: BLE001 -- an op that cannot take the layout keeps its own
@@ -348,9 +350,9 @@ class Converter:
     def adapt(self, op) -> bool:
         """Give `op` a twin built on its operands' twins; False if it cannot."""
         kind = getattr(op, "LAYOUT", "opaque")
-        if op.name == "relay.layout_transform":
+        if isinstance(op, LayoutTransformOp):
             return self.adapt_transform(op)
-        if op.name == "relay.get_item":
+        if isinstance(op, TupleGetItemOp):
             return self.adapt_get_item(op)
         if kind == "layout":
             return self.adapt_layout_op(op)
@@ -375,7 +377,6 @@ class Converter:
         """A field of a twinned tuple: in the twin's layout when it has the
         layout's rank, else the same value as before."""
         from ..layouts import Layout
-        from ..ops.control import TupleGetItemOp
         tv, lay, orig = self.twin[op.operands[0]]
         new = TupleGetItemOp.build(tv, loc=op.loc, **op.attributes)
         op.parent.insert_before(op, new)
@@ -445,7 +446,7 @@ class Converter:
                     new_ops.append(self.transform(v, orig, lay, op))
                     continue
                 c = v.defining_op()
-                if c is None or c.name != "relay.constant":
+                if not isinstance(c, ConstantOp):
                     return False
                 new_ops.append(self.relayout_constant(c, rank, orig, lay, op))
             except LayoutError:
@@ -495,7 +496,6 @@ class Converter:
     def relayout_constant(self, c, rank, src, dst, before):
         """A lower-rank constant, broadcast-aligned to `rank` axes, re-laid out."""
         from ..layouts import convert_array
-        from ..ops.function import ConstantOp
         key = (c.results[0], src, dst)
         out = self.memo.get(key)
         if out is not None:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
 from ....ir.traits import COMMUTATIVE, ISOLATED_FROM_ABOVE, PURE, TERMINATOR
-from . import RELAY_FUNC, relay_functions
+from . import relay_functions
+from ..ops.function import CallOp, ConstantOp, FuncOp
 
 
 @dataclass
@@ -97,13 +98,13 @@ def op_key(op, functions):
     if not op.results or TERMINATOR in op.traits:
         return None
     if PURE not in op.traits:
-        if op.name != "relay.call" or functions is None:
+        if not isinstance(op, CallOp) or functions is None:
             return None
         callee = functions.get(op.attributes["callee"].name)
-        if callee is None or callee.name != RELAY_FUNC:
+        if not isinstance(callee, FuncOp):
             return None
     types = tuple(r.type for r in op.results)
-    if op.name == "relay.constant":
+    if isinstance(op, ConstantOp):
         import hashlib
         a = op.attributes["value"]
         digest = hashlib.blake2b(a.array.tobytes(), digest_size=16).digest()

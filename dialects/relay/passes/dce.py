@@ -22,7 +22,11 @@ from dataclasses import dataclass
 from ....ir.attributes import SymbolRef
 from ....ir.pass_manager import ModulePass
 from ....ir.traits import ISOLATED_FROM_ABOVE, PURE, TERMINATOR
-from . import RELAY_FUNC, is_primitive, relay_functions
+from . import is_primitive, relay_functions
+from ..ops.closure import FnOp
+from ..ops.control import IfOp
+from ..ops.adt import MatchOp
+from ..ops.function import CallOp, FuncOp
 
 
 @dataclass
@@ -49,7 +53,7 @@ class DeadCodeElimination(ModulePass):
 
 
 # Ops with regions that compute a value and may go when it is unused.
-_VALUE_REGION_OPS = ("relay.if", "relay.match")
+_VALUE_REGION_OPS = (IfOp, MatchOp)
 
 
 def removable(op, functions) -> bool:
@@ -58,17 +62,17 @@ def removable(op, functions) -> bool:
     if not op.results or TERMINATOR in op.traits:
         return False
     if op.regions:
-        if op.name == "relay.fn":
+        if isinstance(op, FnOp):
             return True   # a closure's body runs only when it is called
-        if op.name not in _VALUE_REGION_OPS:
+        if not isinstance(op, _VALUE_REGION_OPS):
             return False
         return all(TERMINATOR in o.traits or removable(o, functions)
                    for r in op.regions for b in r.blocks for o in b.ops)
     if PURE in op.traits:
         return True
-    if op.name == "relay.call" and functions is not None:
+    if isinstance(op, CallOp) and functions is not None:
         callee = functions.get(op.attributes["callee"].name)
-        return callee is not None and callee.name == RELAY_FUNC
+        return isinstance(callee, FuncOp)
     return False
 
 
@@ -123,7 +127,7 @@ def erase_dead_functions(module) -> int:
         for s in names:
             refs[s] = refs.get(s, 0) + 1
     kernels = {op.attributes["sym_name"]: op for op in body.ops
-               if op.name == RELAY_FUNC and is_primitive(op)}
+               if isinstance(op, FuncOp) and is_primitive(op)}
     work = [f for s, f in kernels.items() if not refs.get(s)]
     erased = 0
     while work:

@@ -38,11 +38,15 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass, option
 from . import defining_constant, erase_if_dead, relay_functions
+from ..ops.base import RelayOp
+from ..ops.control import TupleGetItemOp, TupleOp
+from ..ops.function import CallOp, ConstantOp
+from ..ops.tensor import NdarraySizeOp, ShapeOfOp
 
 # a creation op with no operands folds only up to this many elements
 MAX_CREATED = 1 << 16
 
-SHAPE_OPS = ("relay.shape_of", "relay.ndarray_size")
+SHAPE_OPS = (ShapeOfOp, NdarraySizeOp)
 
 
 @dataclass
@@ -72,13 +76,11 @@ class FoldConstant(ModulePass):
 
 def foldable(op, fold_qnn: bool = False) -> bool:
     """May `op` be evaluated when its operands are constants?"""
-    from ..ops.base import RelayOp
     if not isinstance(op, RelayOp) or op.regions or len(op.results) != 1:
         return False
-    name = op.name
-    if name in ("relay.call", "relay.constant", "relay.tuple") or type(op).compute is RelayOp.compute:
+    if isinstance(op, (CallOp, ConstantOp, TupleOp)) or type(op).compute is RelayOp.compute:
         return False
-    if getattr(op, "STATEFUL", False) or (not fold_qnn and name.startswith("relay.qnn.")):
+    if getattr(op, "STATEFUL", False) or (not fold_qnn and op.name.startswith("relay.qnn.")):
         return False
     t = op.results[0].type
     if not t.is_complete:
@@ -96,15 +98,14 @@ def fold_block(block, fold_qnn: bool = False):
     for op in list(block.ops):
         if op.parent is None:
             continue
-        name = op.name
-        if name == "relay.get_item":
+        if isinstance(op, TupleGetItemOp):
             t = op.operands[0].defining_op()
-            if t is not None and t.name == "relay.tuple":
+            if isinstance(t, TupleOp):
                 replace_value(op, t.operands[op.attributes["index"]])
                 used.append(t)
                 folded += 1
                 continue
-        if name in SHAPE_OPS and op.operands and _static(op.operands[0].type):
+        if isinstance(op, SHAPE_OPS) and op.operands and _static(op.operands[0].type):
             new = [shape_constant(op)]
         else:
             if not foldable(op, fold_qnn):
@@ -155,7 +156,6 @@ def constant_ops_for(op, consts):
 
 def value_ops(op, value, t, consts, suffix=""):
     from ....ir.types import TupleType
-    from ..ops.control import TupleOp
     if isinstance(t, TupleType):
         out, fields = [], []
         for i, (v, ft) in enumerate(zip(value, t.types)):
@@ -170,7 +170,6 @@ def value_ops(op, value, t, consts, suffix=""):
 def make_constant(op, value, consts, t=None, suffix=""):
     """A relay.constant holding `value`, replacing `op` (or its field)."""
     from ....ir.attributes import DenseAttr
-    from ..ops.function import ConstantOp
     name = op.results[0].name
     if name and not name[0].isdigit():
         key = name + suffix
@@ -191,7 +190,7 @@ def shape_constant(op):
     shape = op.operands[0].type.shape
     t = op.results[0].type
     dtype = to_numpy_dtype(t.element_type)
-    if op.name == "relay.shape_of":
+    if isinstance(op, ShapeOfOp):
         arr = np.array(shape, dtype=dtype).reshape(t.shape)
     else:
         arr = np.array(int(np.prod(shape, dtype=np.int64)), dtype=dtype).reshape(t.shape)

@@ -35,10 +35,16 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
 from . import defining_constant, relay_functions
+from ..ops.conv import Conv2DOp
+from ..ops.elemwise import AddOp, LeakyReluOp, MultiplyOp, ReluOp, SubtractOp
+from ..ops.function import ConstantOp
+from ..ops.nn import BiasAddOp, DenseOp
 
-# ops a per-channel scale commutes with: (name, needs positive scales)
-ELEMENTWISE = {"relay.nn.relu": True, "relay.nn.leaky_relu": True}
-SHIFTS = ("relay.add", "relay.subtract", "relay.nn.bias_add")
+# ops a per-channel scale commutes with when the scales are positive
+ELEMENTWISE = (ReluOp, LeakyReluOp)
+# ops that shift by a constant the scale can move through
+SHIFTS = (AddOp, SubtractOp, BiasAddOp)
+ANCHORS = (Conv2DOp, DenseOp)
 
 
 @dataclass
@@ -56,9 +62,9 @@ class FoldScaleAxis(ModulePass):
 
     def run_on(self, func, ctx):
         block = func.regions[0].blocks[0]
-        back = sum(1 for op in list(block.ops) if op.parent is not None and op.name == "relay.multiply"
+        back = sum(1 for op in list(block.ops) if op.parent is not None and isinstance(op, MultiplyOp)
                    and fold_backward(op))
-        fwd = sum(1 for op in list(block.ops) if op.parent is not None and op.name == "relay.multiply"
+        fwd = sum(1 for op in list(block.ops) if op.parent is not None and isinstance(op, MultiplyOp)
                   and fold_forward(op))
         ctx.stat(self, "scales-folded-backward", back)
         ctx.stat(self, "scales-folded-forward", fwd)
@@ -98,9 +104,9 @@ def anchor_axes(op):
     from ..layouts import Layout
     if defining_constant(op.operands[1]) is None:
         return None
-    if op.name == "relay.nn.dense":
+    if isinstance(op, DenseOp):
         return op.operands[0].type.rank - 1, 0, 1
-    if op.name != "relay.nn.conv2d":
+    if not isinstance(op, Conv2DOp):
         return None
     a = op.attributes
     d, k = Layout(a["data_layout"]), Layout(a["kernel_layout"])
@@ -112,8 +118,6 @@ def anchor_axes(op):
 
 def scaled_weight(op, w_axis, vec, before):
     """multiply(weight, vec along w_axis), built before `before`."""
-    from ..ops.elemwise import MultiplyOp
-    from ..ops.function import ConstantOp
     w = op.operands[1]
     rank = w.type.rank
     shape = [1] * rank
@@ -132,7 +136,7 @@ def shift_constant(op, x, axis, vec, forward):
     """For shift op `op` (one operand the chain value `x`): its constant
     operand times (backward) or divided by (forward) the scale, or None."""
     import numpy as np
-    if op.name == "relay.nn.bias_add":
+    if isinstance(op, BiasAddOp):
         if op.operands[0] is not x or op.norm_axis(x.type.rank) != axis:
             return None
         k = defining_constant(op.operands[1])
@@ -141,7 +145,7 @@ def shift_constant(op, x, axis, vec, forward):
         arr = k.attributes["value"].array
         new = arr / vec if forward else arr * vec
         return 1, new.astype(arr.dtype)
-    if op.name == "relay.subtract" and op.operands[0] is not x:
+    if isinstance(op, SubtractOp) and op.operands[0] is not x:
         return None
     i = 1 if op.operands[0] is x else 0
     k = defining_constant(op.operands[i])
@@ -164,9 +168,9 @@ def shift_constant(op, x, axis, vec, forward):
 def commutes(op, x, axis, vec, forward):
     """How the chain passes `op` (x its chain operand): ("same", None),
     ("shift", (operand index, new constant array)), or None."""
-    if op.name in ELEMENTWISE:
+    if isinstance(op, ELEMENTWISE):
         return ("same", None) if (vec > 0).all() else None
-    if op.name in SHIFTS:
+    if isinstance(op, SHIFTS):
         if forward and not (vec != 0).all():
             return None
         r = shift_constant(op, x, axis, vec, forward)
@@ -175,7 +179,6 @@ def commutes(op, x, axis, vec, forward):
 
 
 def apply_shift(op, index, arr):
-    from ..ops.function import ConstantOp
     c = ConstantOp.get(arr, loc=op.loc)
     op.parent.insert_before(op, c)
     old = op.operands[index]
@@ -199,10 +202,10 @@ def fold_backward(mul) -> bool:
         d = cur.defining_op()
         if d is None or len(cur.uses) != 1:
             return False
-        if d.name in ("relay.nn.conv2d", "relay.nn.dense"):
+        if isinstance(d, ANCHORS):
             anchor = d
             break
-        if d.name not in ELEMENTWISE and d.name not in SHIFTS:
+        if not isinstance(d, ELEMENTWISE + SHIFTS):
             return False
         x = next((o for o in d.operands if defining_constant(o) is None), None)
         if x is None:
@@ -212,7 +215,7 @@ def fold_backward(mul) -> bool:
     axes = anchor_axes(anchor)
     if axes is None:
         return False
-    out_axis = axes[3] if anchor.name == "relay.nn.conv2d" else axes[0]
+    out_axis = axes[3] if isinstance(anchor, Conv2DOp) else axes[0]
     vec = channel_scale(s, rank, out_axis)
     if vec is None:
         return False
@@ -251,17 +254,17 @@ def fold_forward(mul) -> bool:
         if len(cur.uses) != 1:
             return False
         u = cur.uses[0]
-        if u.name in ("relay.nn.conv2d", "relay.nn.dense"):
+        if isinstance(u, ANCHORS):
             if u.operands[0] is not cur or u.operands[1] is cur:
                 return False
             anchor = u
             break
-        if u.name not in ELEMENTWISE and u.name not in SHIFTS:
+        if not isinstance(u, ELEMENTWISE + SHIFTS):
             return False
         chain.append((u, cur))
         cur = u.results[0]
     axes = anchor_axes(anchor)
-    if axes is None or (anchor.name == "relay.nn.conv2d" and anchor.attributes["groups"] != 1):
+    if axes is None or (isinstance(anchor, Conv2DOp) and anchor.attributes["groups"] != 1):
         return False
     in_axis = axes[0]
     vec = channel_scale(s, rank, in_axis)
@@ -287,5 +290,5 @@ def fold_forward(mul) -> bool:
 
 def _erase_dead_constant(v):
     d = v.defining_op()
-    if d is not None and d.name == "relay.constant" and not v.uses:
+    if isinstance(d, ConstantOp) and not v.uses:
         d.erase()

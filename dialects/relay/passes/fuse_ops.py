@@ -68,6 +68,9 @@ from dataclasses import dataclass
 from ....ir.pass_manager import ModulePass, option
 from ....ir.traits import ISOLATED_FROM_ABOVE, TERMINATOR
 from . import relay_functions
+from ..ops.base import RelayOp
+from ..ops.control import TupleGetItemOp, TupleOp
+from ..ops.function import CallOp, ConstantOp, FuncOp, ReturnOp
 
 # OpPattern values, as plain ints (compared in hot loops).
 ELEMWISE, BROADCAST, INJECTIVE, COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = 0, 1, 2, 3, 4, 7, 8
@@ -76,7 +79,7 @@ ELEMWISE, BROADCAST, INJECTIVE, COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = 0, 1, 2,
 MAX_NAME_LENGTH = 80
 
 # ops TVM leaves out of kernel names (they compute nothing)
-_UNNAMED = frozenset({"relay.tuple", "relay.get_item"})
+_UNNAMED = (TupleOp, TupleGetItemOp)
 
 
 @dataclass
@@ -142,7 +145,6 @@ def op_pattern(op) -> int:
     (a call is a RelayOp marked OPAQUE), that has regions, or that reads or
     makes a value a kernel cannot hold (a closure, an ADT value, a tuple of
     those) is OPAQUE: kernels take and give tensors and tuples of tensors."""
-    from ..ops.base import RelayOp
     if isinstance(op, RelayOp) and not op.regions:
         for v in op.operands:
             if not _kernel_type(v.type):
@@ -168,7 +170,7 @@ class Graph:
 
     def __init__(self, block):
         from ....ir.types import TensorType, TupleType
-        ops = [op for op in block.ops if op.name != "relay.constant" and TERMINATOR not in op.traits]
+        ops = [op for op in block.ops if not isinstance(op, ConstantOp) and TERMINATOR not in op.traits]
         index = {op: i for i, op in enumerate(ops)}
         n = len(ops)
         pattern = [op_pattern(op) for op in ops]
@@ -176,7 +178,6 @@ class Graph:
         extern = [False] * n
         for i, op in enumerate(ops):
             p = pattern[i]
-            name = op.name
             rshape = _shape(op.results[0].type) if len(op.results) == 1 else None
             for v in op.operands:
                 d = v.defining_op()
@@ -186,12 +187,12 @@ class Graph:
                 if op.regions:
                     extern[j] = True    # do not fuse through if / match / fn
                     continue
-                if name == "relay.tuple":
+                if isinstance(op, TupleOp):
                     if not isinstance(v.type, TensorType):
                         extern[j] = True
                         continue
                     ep = INJECTIVE
-                elif name == "relay.get_item":
+                elif isinstance(op, TupleGetItemOp):
                     t = v.type
                     if isinstance(t, TupleType) and not all(isinstance(f, TensorType) for f in t.types):
                         extern[j] = True
@@ -497,7 +498,6 @@ class Outliner:
 
     def _outline_group(self, func, ops, dead_consts):
         from ....ir.attributes import SymbolRef
-        from ..ops.function import CallOp
         root = ops[-1]
         inside = set(ops)
         params, pindex = [], {}
@@ -510,7 +510,7 @@ class Outliner:
                 d = v.defining_op()
                 if d is not None and d in inside:
                     refs.append((0, local[d], v.index))
-                elif d is not None and d.name == "relay.constant" and d.attributes["value"].size == 1:
+                elif isinstance(d, ConstantOp) and d.attributes["value"].size == 1:
                     refs.append((1, d.attributes["value"]))
                     consts.append(d)
                 else:
@@ -552,7 +552,6 @@ class Outliner:
         from ....ir.attributes import UNIT
         from ....ir.core import Block, Region
         from ....ir.types import FunctionType
-        from ..ops.function import FuncOp, ReturnOp
         block = Block([p.type for p in params], [f"p{i}" for i in range(len(params))])
         mapping = dict(zip(params, block.args))
         for op in ops:
@@ -569,7 +568,7 @@ class Outliner:
                       [Region([block])], ops[0].loc)
 
     def _new_name(self, ops) -> str:
-        parts = [op.name[len("relay."):].replace(".", "_") for op in ops if op.name not in _UNNAMED]
+        parts = [op.name[len("relay."):].replace(".", "_") for op in ops if not isinstance(op, _UNNAMED)]
         base = "fused_" + "_".join(parts) if parts else "fused"
         if len(base) > MAX_NAME_LENGTH:
             import hashlib
@@ -590,8 +589,7 @@ def stays_as_is(op) -> bool:
     """A one-op group TVM's FuseMutator leaves in the caller: a call, an op
     with regions or from another dialect, a tuple, or a get_item of a tuple
     made elsewhere (an isolated projection)."""
-    from ..ops.base import RelayOp
-    return (not isinstance(op, RelayOp) or op.name in ("relay.call", "relay.tuple", "relay.get_item")
+    return (not isinstance(op, RelayOp) or isinstance(op, (CallOp, TupleOp, TupleGetItemOp))
             or bool(op.regions))
 
 

@@ -38,11 +38,15 @@ from dataclasses import dataclass
 from ....ir import symbols
 from ....ir import types as T
 from ....ir.pass_manager import ModulePass
-from . import RELAY_FUNC
+from ..ops.adt import ConstructOp, MatchOp
+from ..ops.base import RelayOp
+from ..ops.closure import CallIndirectOp, FnOp, FuncRefOp
+from ..ops.control import IfOp, YieldOp
+from ..ops.function import CallOp, FuncOp, ReturnOp
 
 # ops whose declared result may be less precise than the inferred one
-_LANGUAGE_OPS = frozenset({"relay.if", "relay.match", "relay.fn", "relay.call_indirect", "relay.construct"})
-_REFERENCES = ("relay.call", "relay.func_ref")
+_LANGUAGE_OPS = (IfOp, MatchOp, FnOp, CallIndirectOp, ConstructOp)
+_REFERENCES = (CallOp, FuncRefOp)
 
 
 @dataclass
@@ -67,7 +71,7 @@ def infer_module(module) -> int:
     body = module.regions[0].blocks[0]
     table = {op.attributes["sym_name"]: op for op in body.ops
              if isinstance(op.attributes.get("sym_name"), str)}
-    funcs = [op for op in body.ops if op.name == RELAY_FUNC]
+    funcs = [op for op in body.ops if isinstance(op, FuncOp)]
     state: dict = {}   # func -> "active" while on the DFS stack, "done" after
     filled = 0
     with symbols.caching():
@@ -83,7 +87,7 @@ def infer_module(module) -> int:
                 pushed = False
                 for ref in refs:
                     callee = table.get(ref.attributes["callee"].name)
-                    if callee is None or callee.name != RELAY_FUNC:
+                    if not isinstance(callee, FuncOp):
                         continue  # a missing callee is reported in the body walk
                     s = state.get(callee)
                     if s is None:
@@ -92,7 +96,7 @@ def infer_module(module) -> int:
                         pushed = True
                         break
                     if s == "active" and not _results_known(callee):
-                        verb = "calls" if ref.name == "relay.call" else "refers to"
+                        verb = "calls" if isinstance(ref, CallOp) else "refers to"
                         raise ref.error(f"{verb} @{callee.attributes['sym_name']} recursively, so its result "
                                         "type cannot be inferred; declare it with '-> type'")
                 if pushed:
@@ -104,7 +108,7 @@ def infer_module(module) -> int:
 
 
 def _references_in(func):
-    return iter([op for op in func.walk(include_self=False) if op.name in _REFERENCES])
+    return iter([op for op in func.walk(include_self=False) if isinstance(op, _REFERENCES)])
 
 
 def _results_known(func) -> bool:
@@ -129,7 +133,7 @@ def infer_function(func, table=None, adts=None) -> int:
     inf = _Inferrer(table, adts)
     inf.block(body)
     ret = body.last
-    if ret is None or ret.name != "relay.return":
+    if not isinstance(ret, ReturnOp):
         raise func.error("body must end with 'relay.return'")
     return inf.filled + _infer_return(func, ft, ret)
 
@@ -147,16 +151,15 @@ class _Inferrer:
             self.op(op)
 
     def op(self, op):
-        from ..ops.base import RelayOp
-        name = op.name
-        if name in ("relay.return", "relay.yield"):
+        if isinstance(op, (ReturnOp, YieldOp)):
             return   # checked by the op that owns the region
         for i, v in enumerate(op.operands):
             if not v.type.is_complete:
                 raise op.error(f"operand #{i} has an unknown type")
-        if name == "relay.call":
+        language = isinstance(op, _LANGUAGE_OPS)
+        if isinstance(op, CallOp):
             want = self.call(op)
-        elif name in _LANGUAGE_OPS or name == "relay.func_ref":
+        elif language or isinstance(op, FuncRefOp):
             want = self.language_op(op)
         elif isinstance(op, RelayOp):
             want = op.infer_types()
@@ -168,11 +171,11 @@ class _Inferrer:
             if not r.type.is_complete:
                 r.type = w
                 self.filled += 1
-            elif r.type is not w and name not in _LANGUAGE_OPS:
+            elif r.type is not w and not language:
                 raise op.error(f"result type {r.type} does not match the inferred type {w}")
-        if name == "relay.call" or name in _LANGUAGE_OPS or name == "relay.func_ref":
+        if language or isinstance(op, (CallOp, FuncRefOp)):
             # arguments, yields and returns against the (now known) types
-            if name in ("relay.match", "relay.construct"):
+            if isinstance(op, (MatchOp, ConstructOp)):
                 op.verify_(self.adts)
             else:
                 op.verify_()
@@ -193,14 +196,13 @@ class _Inferrer:
         return list(cft.results)
 
     def language_op(self, op):
-        name = op.name
-        if name == "relay.match":
+        if isinstance(op, MatchOp):
             for region, types in zip(op.regions, op.binder_types(self.adts)):
                 for a, t in zip(region.blocks[0].args, types):
                     if not a.type.is_complete and t.is_complete:
                         a.type = t
                         self.filled += 1
-        if name == "relay.construct":
+        if isinstance(op, ConstructOp):
             # a written type stands (Nil's cannot be read off its arguments)
             r = op.results[0].type
             return [r] if r.is_complete else op.infer_types(self.adts)
@@ -235,7 +237,7 @@ def has_incomplete_types(module) -> bool:
     or a value anywhere in its body, regions included)."""
     body = module.regions[0].blocks[0]
     for func in body.ops:
-        if func.name != RELAY_FUNC:
+        if not isinstance(func, FuncOp):
             continue
         if not func.attributes["function_type"].is_complete:
             return True

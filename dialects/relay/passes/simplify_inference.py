@@ -33,8 +33,12 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
 from . import defining_constant, relay_functions
+from ..ops.control import TupleGetItemOp
+from ..ops.function import ConstantOp
+from ..ops.nn import DropoutOp, L2NormalizeOp
+from ..ops.norm import BatchNormOp, GroupNormOp, InstanceNormOp, LayerNormOp
 
-NORMS = ("relay.nn.layer_norm", "relay.nn.instance_norm", "relay.nn.group_norm")
+NORMS = (LayerNormOp, InstanceNormOp, GroupNormOp)
 
 
 @dataclass
@@ -75,7 +79,6 @@ class Emitter:
         return op.results[0]
 
     def const(self, array, name=None):
-        from ..ops.function import ConstantOp
         op = ConstantOp.get(array, key=name, loc=self.anchor.loc)
         self.anchor.parent.insert_before(self.anchor, op)
         if name:
@@ -114,25 +117,24 @@ class Simplifier:
         for op in list(block.ops):
             if op.parent is None:
                 continue
-            name = op.name
-            if name == "relay.get_item" and op.attributes["index"] == 0:
+            if isinstance(op, TupleGetItemOp) and op.attributes["index"] == 0:
                 src = op.operands[0].defining_op()
                 if src is None:
                     continue
-                if src.name == "relay.nn.batch_norm":
+                if isinstance(src, BatchNormOp):
                     self.replace(op, self.batch_norm(src))
                     self.stats["batch-norms-unpacked"] += 1
                     _erase_if_unused(src)
-                elif src.name == "relay.nn.dropout":
+                elif isinstance(src, DropoutOp):
                     self.replace(op, src.operands[0])
                     self.stats["dropouts-removed"] += 1
                     _erase_if_unused(src)
-            elif name in NORMS:
+            elif isinstance(op, NORMS):
                 v = self.norm(op)
                 if v is not None:
                     self.replace(op, v)
                     self.stats["norms-expanded"] += 1
-            elif name == "relay.nn.l2_normalize":
+            elif isinstance(op, L2NormalizeOp):
                 self.replace(op, self.l2_normalize(op))
                 self.stats["norms-expanded"] += 1
 
@@ -195,9 +197,9 @@ class Simplifier:
         a = op.attributes
         e = Emitter(op)
         data = x
-        if op.name == "relay.nn.layer_norm":
+        if isinstance(op, LayerNormOp):
             axes = [axis]
-        elif op.name == "relay.nn.instance_norm":
+        elif isinstance(op, InstanceNormOp):
             axes = [i for i in range(1, ndim) if i != axis]
         else:
             if not t.is_static:
@@ -235,5 +237,5 @@ def _erase_if_unused(op):
         producers = [v.defining_op() for v in op.operands]
         op.erase()
         for d in producers:
-            if d is not None and d.name == "relay.constant" and d.parent is not None and not d.results[0].uses:
+            if isinstance(d, ConstantOp) and d.parent is not None and not d.results[0].uses:
                 d.erase()

@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from ....ir.pass_manager import ModulePass, option
 from ....ir.traits import TERMINATOR
 from . import relay_functions
+from ..ops.base import RelayOp
+from ..ops.function import CallOp, ConstantOp, FuncOp
+from ..ops.transform import LayoutTransformOp
 
 LAYOUT_TRANSFORM = 'shape=hexagon, style="filled", fillcolor="#ffd54f", color="#b28704"'
 CONSTANT = 'shape=box, style="filled", fillcolor="#eeeeee", fontsize=9, height=0.2, margin="0.04,0.02"'
@@ -145,7 +148,7 @@ class DotWriter:
         for op in block.ops:
             if TERMINATOR in op.traits:
                 self.terminator(op, indent)
-            elif op.name == "relay.call" and self.is_kernel(op):
+            elif isinstance(op, CallOp) and self.is_kernel(op):
                 self.kernel(op, indent)
             elif op.regions:
                 self.region_op(op, indent)
@@ -159,12 +162,11 @@ class DotWriter:
                 self.emit(f"{src} -> {nid};", indent)
 
     def label(self, op):
-        from ..ops.base import RelayOp
         name = op.op_name if isinstance(op, RelayOp) else op.name
-        if op.name == "relay.call":
+        if isinstance(op, CallOp):
             name = f"call @{op.attributes['callee'].name}"
         lines = [name]
-        if self.print_attrs and isinstance(op, RelayOp) and op.name not in ("relay.call", "relay.constant"):
+        if self.print_attrs and isinstance(op, RelayOp) and not isinstance(op, (CallOp, ConstantOp)):
             from ....ir.printer import Printer
             for k, v in op.non_default_attrs().items():
                 p = Printer()
@@ -175,15 +177,15 @@ class DotWriter:
 
     def plain(self, op, indent):
         nid = self.new_id()
-        if op.name == "relay.constant":
+        if isinstance(op, ConstantOp):
             attr = op.attributes["value"]
             text = (f"{attr.array.flat[0].item()!r}" if attr.size == 1 else f"%{op.results[0].name or 'const'}")
             self.emit(f"{nid} [label={quote(self.short(text) + chr(10) + str(attr.type))}, {CONSTANT}];", indent)
-        elif op.name == "relay.layout_transform":
+        elif isinstance(op, LayoutTransformOp):
             a = op.attributes
             text = f"layout_transform\n{a['src_layout']} -> {a['dst_layout']}\n{op.results[0].type}"
             self.emit(f"{nid} [label={quote(text)}, {LAYOUT_TRANSFORM}];", indent)
-        elif op.name == "relay.call":
+        elif isinstance(op, CallOp):
             self.emit(f"{nid} [label={quote(self.label(op))}, {CALL}];", indent)
         else:
             self.emit(f"{nid} [label={quote(self.label(op))}];", indent)
@@ -200,7 +202,7 @@ class DotWriter:
 
     def is_kernel(self, call):
         f = self.functions.get(call.attributes["callee"].name)
-        return f is not None and f.name == "relay.func" and "primitive" in f.attributes
+        return isinstance(f, FuncOp) and "primitive" in f.attributes
 
     def kernel(self, call, indent):
         """The callee's ops, in a cluster, wired to the call's operands."""

@@ -5,6 +5,7 @@ which buffers an op (with everything nested in it) reads or writes."""
 from __future__ import annotations
 
 from ....ir import types as T
+from ..ops import ForOp, LoadOp, StoreOp
 
 
 def const(rw, anchor, value, type=T.index):
@@ -32,11 +33,11 @@ def clone_before(rw, anchor, ops, mapping):
 
 
 def buffers_written(op) -> set:
-    return {o.operands[1] for o in op.walk() if o.name == "tir.store"}
+    return {o.operands[1] for o in op.walk() if isinstance(o, StoreOp)}
 
 
 def buffers_read(op) -> set:
-    return {o.operands[0] for o in op.walk() if o.name == "tir.load"}
+    return {o.operands[0] for o in op.walk() if isinstance(o, LoadOp)}
 
 
 def defined_inside(v, op) -> bool:
@@ -52,9 +53,9 @@ def only_loaded_and_stored(buf) -> bool:
     """Whether every use of buffer `buf` is a tir.load from it or a tir.store
     into it (not of it): no call, launch or extern sees the buffer itself."""
     for u in buf.uses:
-        if u.name == "tir.load" and u.operands[0] is buf:
+        if isinstance(u, LoadOp) and u.operands[0] is buf:
             continue
-        if u.name == "tir.store" and u.operands[1] is buf and u.operands[0] is not buf:
+        if isinstance(u, StoreOp) and u.operands[1] is buf and u.operands[0] is not buf:
             continue
         return False
     return True
@@ -75,7 +76,7 @@ def depends_on(v, roots, memo=None, depth=0) -> bool:
     d = v.defining_op()
     if d is None:
         owner = v.block.parent_op
-        deps = list(owner.operands) if owner is not None and owner.name == "tir.for" else []
+        deps = list(owner.operands) if isinstance(owner, ForOp) else []
     else:
         deps = d.operands
     r = any(depends_on(x, roots, memo, depth + 1) for x in deps)

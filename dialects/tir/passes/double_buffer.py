@@ -33,6 +33,7 @@ from ....ir import types as T
 from ....ir.pass_manager import ModulePass
 from ....ir.rewriter import Rewriter
 from ._util import binop, buffers_read, buffers_written, const
+from ..ops import AllocOp, BarrierOp, ForOp, IfOp, LoadOp, StoreOp
 
 
 class _Skip(Exception):
@@ -42,12 +43,12 @@ class _Skip(Exception):
 def _plan(alloc):
     """(loop, deps, writers, rest) or raise _Skip."""
     loop = alloc.parent_op
-    if loop is None or loop.name != "tir.for" or loop.kind not in ("serial", "unrolled"):
+    if loop is None or not isinstance(loop, ForOp) or loop.kind not in ("serial", "unrolled"):
         raise _Skip
     X = alloc.results[0]
     for u in X.uses:
-        if not ((u.name == "tir.load" and u.operands[0] is X) or
-                (u.name == "tir.store" and u.operands[1] is X and u.operands[0] is not X)):
+        if not ((isinstance(u, LoadOp) and u.operands[0] is X) or
+                (isinstance(u, StoreOp) and u.operands[1] is X and u.operands[0] is not X)):
             raise _Skip   # e.g. passed to a kernel launch: its accesses are not ours to rewrite
     body = list(loop.body.ops)
     ai = body.index(alloc)
@@ -56,11 +57,11 @@ def _plan(alloc):
         op = body[k]
         if X in buffers_read(op):
             break
-        if not op.regions and op.results and not op.name == "tir.alloc" and \
-                all(o.name not in ("tir.store", "tir.barrier") for o in op.walk()):
+        if not op.regions and op.results and not isinstance(op, AllocOp) and \
+                not any(isinstance(o, (StoreOp, BarrierOp)) for o in op.walk()):
             k += 1
             continue   # a pure op: stays, and is cloned if the fill needs it
-        if buffers_written(op) == {X} and not any(o.name == "tir.barrier" for o in op.walk()):
+        if buffers_written(op) == {X} and not any(isinstance(o, BarrierOp) for o in op.walk()):
             writers.append(op)
             k += 1
             continue
@@ -76,7 +77,7 @@ def _plan(alloc):
         d = v.defining_op()
         if v is X or d is None or d not in in_body or d in need or d in writers:
             continue
-        if d.regions or d.name == "tir.alloc":
+        if d.regions or isinstance(d, AllocOp):
             raise _Skip
         need.add(d)
         stack.extend(d.operands)
@@ -95,14 +96,13 @@ def _retarget(rw, root_ops, X, X2, half):
     """Every access to X inside `root_ops` -> X2 with `half` prepended."""
     for r in root_ops:
         for o in list(r.walk()):
-            if o.name == "tir.load" and o.operands[0] is X:
+            if isinstance(o, LoadOp) and o.operands[0] is X:
                 rw.modify(o, lambda o: o.set_operands([X2, half] + list(o.operands[1:])))
-            elif o.name == "tir.store" and o.operands[1] is X:
+            elif isinstance(o, StoreOp) and o.operands[1] is X:
                 rw.modify(o, lambda o: o.set_operands([o.operands[0], X2, half] + list(o.operands[2:])))
 
 
 def inject(rw, alloc):
-    from ..ops import AllocOp, IfOp
     from ....ir.core import Block, Region
     loop, deps, writers, rest = _plan(alloc)
     X = alloc.results[0]
@@ -151,7 +151,6 @@ class InjectDoubleBuffer(ModulePass):
     OP = "tir.func"
 
     def run_on(self, func, ctx):
-        from ..ops import AllocOp
         rw = Rewriter()
         done = skipped = 0
         for op in list(func.walk(include_self=False)):

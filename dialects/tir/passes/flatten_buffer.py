@@ -31,6 +31,7 @@ from ....ir import types as T
 from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ._util import binop, const, only_loaded_and_stored
+from ..ops import AllocOp, LoadOp
 
 
 def _flattenable(buf) -> bool:
@@ -60,7 +61,7 @@ def linearize(rw, anchor, shape, indices):
 def flatten(rw, buf, shape):
     """Rewrite every access to `buf` (whose old shape is `shape`) to 1-d."""
     for u in list(buf.uses):
-        first = 1 if u.name == "tir.load" else 2
+        first = 1 if isinstance(u, LoadOp) else 2
         head, idx = list(u.operands[:first]), list(u.operands[first:])
         lin = linearize(rw, u, shape, idx)
         rw.modify(u, lambda o, ops=head + [lin]: o.set_operands(ops))
@@ -75,7 +76,6 @@ class FlattenBuffer(ModulePass):
     flatten_params: bool = option(False, "flatten the function's buffer parameters too (changes its signature)")
 
     def run_on(self, func, ctx):
-        from ..ops import AllocOp
         rw = Rewriter()
         n = 0
         if self.flatten_params:

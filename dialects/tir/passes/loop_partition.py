@@ -39,6 +39,8 @@ from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ..bounds import Bounds, linear, linear_range
 from ._util import depends_on
+from ...arith.ops import AndIOp, CmpIOp
+from ..ops import AllocOp, ForOp, IfOp
 
 _PRED = {"slt", "sle", "sgt", "sge"}
 
@@ -52,12 +54,12 @@ def _conjuncts(cond, out, depth=0):
     d = cond.defining_op()
     if d is None or depth > 16:
         return None
-    if d.name == "arith.andi" and cond.type is T.i1:
+    if isinstance(d, AndIOp) and cond.type is T.i1:
         for x in d.operands:
             if _conjuncts(x, out, depth + 1) is None:
                 return None
         return out
-    if d.name == "arith.cmpi" and d.operands[0].type is T.index and d.attributes["predicate"] in _PRED:
+    if isinstance(d, CmpIOp) and d.operands[0].type is T.index and d.attributes["predicate"] in _PRED:
         out.append(d)
         return out
     return None
@@ -134,7 +136,7 @@ def _has_effect(loop) -> bool:
     loops, ifs and allocs by themselves do not)."""
     from ....ir.traits import PURE
     for o in loop.walk(include_self=False):
-        if o.name not in ("tir.for", "tir.if", "tir.alloc") and PURE not in o.traits:
+        if not isinstance(o, (ForOp, IfOp, AllocOp)) and PURE not in o.traits:
             return True
     return False
 
@@ -168,7 +170,7 @@ class _Partitioner:
             return False
         bounds = Bounds()
         for op in loop.walk(include_self=False):
-            if op.name != "tir.if":
+            if not isinstance(op, IfOp):
                 continue
             g = _analyse(loop, op, bounds)
             if g is None:
@@ -229,7 +231,6 @@ class LoopPartition(ModulePass):
             raise ValueError("max-partitions must be non-negative")
 
     def run_on(self, func, ctx):
-        from ..ops import ForOp
         p = _Partitioner(self.max_partitions)
         changed = True
         while changed:

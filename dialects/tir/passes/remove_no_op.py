@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter, is_trivially_dead
 from ._util import buffers_written
+from ...arith.ops import ConstantOp
+from ..ops import AllocOp, BarrierOp, ForOp, IfOp, LoadOp, StoreOp
 
 
 def _const_bool(v):
     d = v.defining_op()
-    if d is not None and d.name == "arith.constant":
+    if isinstance(d, ConstantOp):
         return bool(d.attributes["value"])
     return None
 
@@ -61,15 +63,14 @@ class _Remover:
 
     def visit(self, op) -> bool:
         rw = self.rw
-        name = op.name
-        if name == "tir.for":
+        if isinstance(op, ForOp):
             ext = op.static_extent
             empty = op.body.first is None
             if empty or (ext is not None and ext <= 0) or (ext is None and op.lower is op.upper):
                 rw.erase_op(op)
                 return self.count("loops-removed")
             return False
-        if name == "tir.if":
+        if isinstance(op, IfOp):
             c = _const_bool(op.operands[0])
             if c is not None:
                 block = op.then_block if c else op.else_block
@@ -82,11 +83,11 @@ class _Remover:
                 rw.erase_op(op)
                 return self.count("ifs-removed")
             return False
-        if name == "tir.store":
+        if isinstance(op, StoreOp):
             return self.store(op)
-        if name == "tir.alloc":
+        if isinstance(op, AllocOp):
             buf = op.results[0]
-            if all(u.name == "tir.store" and u.operands[1] is buf and u.operands[0] is not buf for u in buf.uses):
+            if all(isinstance(u, StoreOp) and u.operands[1] is buf and u.operands[0] is not buf for u in buf.uses):
                 for u in list(buf.uses):
                     rw.erase_op(u)
                 rw.erase_op(op)
@@ -100,14 +101,14 @@ class _Remover:
     def store(self, op) -> bool:
         val, buf, *idx = op.operands
         ld = val.defining_op()
-        if ld is None or ld.name != "tir.load" or ld.parent is not op.parent:
+        if not isinstance(ld, LoadOp) or ld.parent is not op.parent:
             return False
         if ld.operands[0] is not buf or list(ld.operands[1:]) != idx:
             return False
         x = ld.next
         while x is not None and x is not op:
-            if x.name == "tir.barrier" or buf in buffers_written(x) or \
-                    any(o.name == "tir.barrier" for o in x.walk(include_self=False)):
+            if isinstance(x, BarrierOp) or buf in buffers_written(x) or \
+                    any(isinstance(o, BarrierOp) for o in x.walk(include_self=False)):
                 return False
             x = x.next
         if x is None:

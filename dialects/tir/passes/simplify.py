@@ -45,6 +45,7 @@ from ....ir.rewriter import RewritePattern, apply_patterns_greedily
 from ...arith import ops as A
 from ...arith import semantics as S
 from ..bounds import INT64_MAX, INT64_MIN, Bounds, const_int, linear, linear_range
+from ..ops import AllocOp, ForOp, IfOp, IntrinOp
 
 _COMMUTATIVE = (A.AddIOp, A.MulIOp, A.MaxSIOp, A.MinSIOp, A.AndIOp, A.OrIOp, A.XOrIOp)
 _MINMAX = (A.MaxSIOp, A.MinSIOp)
@@ -102,17 +103,16 @@ class _Simplifier(RewritePattern):
     def match_and_rewrite(self, op, rw) -> bool:
         if not _attached(op, self.root):
             return False
-        name = op.name
-        if name == "tir.for":
+        if isinstance(op, ForOp):
             return self.loop(op, rw)
-        if name == "tir.if":
+        if isinstance(op, IfOp):
             return self.if_(op, rw)
-        if name == "tir.alloc":
+        if isinstance(op, AllocOp):
             if not op.results[0].uses:
                 rw.erase_op(op)
                 return self.count("allocs-removed")
             return False
-        if name == "tir.intrin":
+        if isinstance(op, IntrinOp):
             return self.fold_intrin(op, rw)
         if not isinstance(op, A.ArithOp) or isinstance(op, A.ConstantOp) or len(op.results) != 1:
             return False

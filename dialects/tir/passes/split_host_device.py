@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 from ....ir import types as T
 from ....ir.pass_manager import ModulePass
+from ...arith.ops import ArithOp, ConstantOp
+from ..ops import AllocOp, ForOp, FuncOp, LaunchOp, StoreOp
 
 HOST_SCOPES = ("global", None, "")
 
@@ -55,7 +57,6 @@ class SplitHostDevice(ModulePass):
     OP = "builtin.module"
 
     def run(self, module, ctx):
-        from ..ops import FuncOp
         for f in [op for op in module.body.ops if isinstance(op, FuncOp)]:
             n = split_function(f)
             if n:
@@ -63,7 +64,7 @@ class SplitHostDevice(ModulePass):
 
 
 def is_thread_loop(op):
-    return op.name == "tir.for" and op.attributes.get("kind") == "thread" \
+    return isinstance(op, ForOp) and op.attributes.get("kind") == "thread" \
         and op.attributes.get("thread") != "vthread"
 
 
@@ -72,11 +73,11 @@ def binds(op, prefix=""):
 
 
 def _is_host_alloc(op):
-    return op.name == "tir.alloc" and getattr(op.results[0].type, "scope", None) in HOST_SCOPES
+    return isinstance(op, AllocOp) and getattr(op.results[0].type, "scope", None) in HOST_SCOPES
 
 
 def _is_host_op(op):
-    return _is_host_alloc(op) or (op.name.startswith("arith.") and not op.regions)
+    return _is_host_alloc(op) or (isinstance(op, ArithOp) and not op.regions)
 
 
 def needs_split(f):
@@ -92,7 +93,7 @@ def split_function(f):
     """Split one tir.func in place; returns the number of kernels outlined
     (0 when the function is left as it is or only marked ``kernel``)."""
     from ....ir.attributes import UNIT
-    if "kernel" in f.attributes or any(op.name == "tir.launch" for op in f.walk()):
+    if "kernel" in f.attributes or any(isinstance(op, LaunchOp) for op in f.walk()):
         return 0
     if not binds(f):
         return 0
@@ -100,7 +101,7 @@ def split_function(f):
         f.attributes["kernel"] = UNIT
         return 0
     work = [op for op in f.body.ops if not _is_host_op(op)]
-    taken = {op.sym_name for op in f.parent.ops if op.name == "tir.func"}
+    taken = {op.sym_name for op in f.parent.ops if isinstance(op, FuncOp)}
     for i, w in enumerate(work):
         name = f"{f.sym_name}_kernel{i}"
         while name in taken:
@@ -108,7 +109,7 @@ def split_function(f):
         taken.add(name)
         outline(f, w, name)
     for op in list(f.body.ops_reversed()):   # host index math only the kernels used
-        if op.name.startswith("arith.") and not any(r.uses for r in op.results):
+        if isinstance(op, ArithOp) and not any(r.uses for r in op.results):
             op.erase()
     return len(work)
 
@@ -118,7 +119,6 @@ def outline(f, work, name):
     and put a tir.launch in its place."""
     from ....ir.attributes import SymbolRef, UNIT
     from ....ir.core import Block, Region
-    from ..ops import FuncOp, LaunchOp
     inside = set()
     for op in work.walk():
         inside.update(op.results)
@@ -132,11 +132,11 @@ def outline(f, work, name):
             if v in inside or v in used or v in consts:
                 continue
             d = v.defining_op()
-            if d is not None and d.name == "arith.constant":
+            if isinstance(d, ConstantOp):
                 consts.append(v)
             else:
                 used.append(v)
-        if op.name == "tir.store":
+        if isinstance(op, StoreOp):
             written.add(op.operands[1])
     bufs = [v for v in used if isinstance(v.type, T.MemRefType)]
     params = [v for v in bufs if v not in written] + [v for v in bufs if v in written] + \

@@ -40,6 +40,7 @@ from ....ir import types as T
 from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ._util import binop, child_in, const, only_loaded_and_stored
+from ..ops import AllocOp, LoadOp
 
 
 def _movable(op) -> bool:
@@ -73,7 +74,7 @@ class _Rewriter:
         self.bytes_saved = 0
 
     def block(self, block):
-        allocs = [op for op in block.ops if op.name == "tir.alloc" and _movable(op)]
+        allocs = [op for op in block.ops if isinstance(op, AllocOp) and _movable(op)]
         if len(allocs) < 2:
             return
         pos = {op: i for i, op in enumerate(block.ops)}
@@ -119,7 +120,7 @@ class _Rewriter:
         """Merge the small 1-d allocs of `block` (see the module docstring)."""
         groups: dict = {}
         for op in block.ops:
-            if op.name != "tir.alloc" or not _movable(op):
+            if not isinstance(op, AllocOp) or not _movable(op):
                 continue
             t = op.results[0].type
             if t.rank == 1 and t.num_elements() * _bytes(t.element_type) <= max_bytes:
@@ -134,7 +135,7 @@ class _Rewriter:
                 buf = op.results[0]
                 n = buf.type.shape[0]
                 for u in list(buf.uses):
-                    i = 1 if u.name == "tir.load" else 2
+                    i = 1 if isinstance(u, LoadOp) else 2
                     idx = u.operands[i]
                     off = const(self.rw, u, offset)
                     new_idx = binop(self.rw, u, "arith.addi", idx, off)

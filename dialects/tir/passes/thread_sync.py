@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
+from ..ops import AllocOp, BarrierOp, ForOp, LoadOp, StoreOp
 
 
 @dataclass
@@ -97,7 +98,7 @@ def _signature(op, indices):
     tvs = []
     p = op.parent_op
     while p is not None:
-        if p.name == "tir.for" and p.attributes.get("kind") == "thread" \
+        if isinstance(p, ForOp) and p.attributes.get("kind") == "thread" \
                 and str(p.attributes.get("thread", "")).startswith("threadIdx") and p.static_extent != 1:
             tvs.append(p.induction_var)
         p = p.parent_op
@@ -107,7 +108,7 @@ def _signature(op, indices):
 
 def sync_function(f):
     """Insert the barriers f needs; returns how many were inserted."""
-    shared = {op.results[0] for op in f.walk() if op.name == "tir.alloc"
+    shared = {op.results[0] for op in f.walk() if isinstance(op, AllocOp)
               and getattr(op.results[0].type, "scope", None) == "shared"}
     if not shared:
         return 0
@@ -125,20 +126,19 @@ class _Sync:
         """(reads, writes): {shared buffer: signatures} of op and its nested ops."""
         reads, writes = {}, {}
         for o in op.walk():
-            if o.name == "tir.load" and o.operands[0] in self.shared:
+            if isinstance(o, LoadOp) and o.operands[0] in self.shared:
                 reads.setdefault(o.operands[0], set()).add(_signature(o, o.operands[1:]))
-            elif o.name == "tir.store" and o.operands[1] in self.shared:
+            elif isinstance(o, StoreOp) and o.operands[1] in self.shared:
                 writes.setdefault(o.operands[1], set()).add(_signature(o, o.operands[2:]))
         return reads, writes
 
     def barrier_before(self, op):
-        from ..ops import BarrierOp
         op.parent.insert_before(op, BarrierOp([], [], {}, (), op.loc))
         self.inserted += 1
 
     def block(self, block, pending):
         for op in list(block.ops):
-            if op.name == "tir.barrier":
+            if isinstance(op, BarrierOp):
                 pending.clear()
                 continue
             reads, writes = self.accesses(op)
@@ -153,16 +153,15 @@ class _Sync:
             for r in op.regions:
                 for b in r.blocks:
                     self.block(b, pending)
-            if op.name == "tir.for" and op.attributes.get("kind") != "thread":
+            if isinstance(op, ForOp) and op.attributes.get("kind") != "thread":
                 self.loop_carried(op, pending)
 
     def loop_carried(self, loop, pending):
         """A barrier at the end of the body when what the body left pending
         conflicts with what its start (the next iteration) accesses."""
-        from ..ops import BarrierOp
         reads, writes = {}, {}
         for op in loop.body.ops:
-            if op.name == "tir.barrier":
+            if isinstance(op, BarrierOp):
                 break
             r, w = self.accesses(op)
             for mine, new in ((reads, r), (writes, w)):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ._util import const
+from ..ops import ForOp
 
 PRAGMA = "pragma_auto_unroll_max_step"
 
@@ -46,7 +47,7 @@ def _steps(loop) -> int | None:
     inner = 1
     for op in loop.body.ops:
         for o in op.walk():
-            if o.name == "tir.for" and o.parent_op is not None:
+            if isinstance(o, ForOp) and o.parent_op is not None:
                 # only the loops directly below this one count; deeper ones are in their steps
                 if _enclosing_loop(o) is loop:
                     s = _steps(o)
@@ -58,7 +59,7 @@ def _steps(loop) -> int | None:
 
 def _enclosing_loop(op):
     p = op.parent_op
-    while p is not None and p.name != "tir.for":
+    while p is not None and not isinstance(p, ForOp):
         p = p.parent_op
     return p
 
@@ -68,7 +69,7 @@ def _auto_limit(loop, default):
     on it or an enclosing loop), else `default`."""
     p = loop
     while p is not None:
-        if p.name == "tir.for" and p.attributes.get(PRAGMA) is not None:
+        if isinstance(p, ForOp) and p.attributes.get(PRAGMA) is not None:
             return int(p.attributes[PRAGMA])
         p = p.parent_op
     return default
@@ -103,7 +104,6 @@ class Unroll(ModulePass):
         return s is not None and s <= limit
 
     def run_on(self, func, ctx):
-        from ..ops import ForOp
         rw = Rewriter()
         n = 0
         loops = [op for op in func.walk(include_self=False) if isinstance(op, ForOp)]

@@ -46,6 +46,8 @@ from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ..bounds import const_int, linear
 from ._util import const
+from ...arith.ops import AddIOp, ArithOp, MulIOp, SubIOp
+from ..ops import AllocOp, BarrierOp, BroadcastOp, ForOp, IntrinOp, LoadOp, StoreOp
 
 U, A, V = "uniform", "affine", "vector"
 
@@ -76,11 +78,11 @@ def _analyse(loop):
     for op in loop.body.ops:
         if op.regions:
             raise _Reject("nested region")
-        name = op.name
         ins = [of(v) for v in op.operands]
         kinds = {k for k, _ in ins}
-        if name == "tir.load" or name == "tir.store":
-            buf_i = 0 if name == "tir.load" else 1
+        is_load = isinstance(op, LoadOp)
+        if is_load or isinstance(op, StoreOp):
+            buf_i = 0 if is_load else 1
             buf = op.operands[buf_i]
             idx = list(op.operands[buf_i + 1:])
             ik = [of(v) for v in idx]
@@ -90,10 +92,10 @@ def _analyse(loop):
             uniform_addr = last[0] == U or (last[0] == A and last[1] == 0)
             if not uniform_addr and last[1] != 1:
                 raise _Reject("stride")
-            if isinstance((op.results[0].type if name == "tir.load" else op.operands[0].type), T.VectorType):
+            if isinstance((op.results[0].type if is_load else op.operands[0].type), T.VectorType):
                 raise _Reject("already a vector access")
             accesses.setdefault(buf, []).append(idx)
-            if name == "tir.load":
+            if is_load:
                 cls[op.results[0]] = (U, 0) if uniform_addr else (V, 0)
             else:
                 if uniform_addr:
@@ -102,18 +104,18 @@ def _analyse(loop):
                     raise _Reject("an index stored as data")
                 stored.setdefault(buf, []).append(idx)
             continue
-        if name in ("tir.barrier", "tir.alloc") or not op.results:
-            raise _Reject(name)
+        if isinstance(op, (BarrierOp, AllocOp)) or not op.results:
+            raise _Reject(op.name)
         r = op.results[0]
         if kinds <= {U}:
             cls[r] = (U, 0)
             continue
         if r.type is T.index or any(v.type is T.index and of(v)[0] != U for v in op.operands):
-            if name in ("arith.addi", "arith.subi") and r.type is T.index:
+            if isinstance(op, (AddIOp, SubIOp)) and r.type is T.index:
                 sa, sb = ins[0][1], ins[1][1]
-                cls[r] = (A, sa + sb if name == "arith.addi" else sa - sb)
+                cls[r] = (A, sa + sb if isinstance(op, AddIOp) else sa - sb)
                 continue
-            if name == "arith.muli" and r.type is T.index:
+            if isinstance(op, MulIOp) and r.type is T.index:
                 (ka, sa), (kb, sb) = ins
                 ca, cb = const_int(op.operands[0]), const_int(op.operands[1])
                 if ka == A and cb is not None:
@@ -125,8 +127,8 @@ def _analyse(loop):
             raise _Reject("index arithmetic")
         if A in kinds:
             raise _Reject("an index used as data")
-        if not (name.startswith("arith.") or name == "tir.intrin"):
-            raise _Reject(name)
+        if not isinstance(op, (ArithOp, IntrinOp)):
+            raise _Reject(op.name)
         cls[r] = (V, 0)
     for buf, stores in stored.items():
         first = stores[0]
@@ -154,20 +156,17 @@ class _Emitter:
         x = self.s(v)
         b = self.splats.get(x)
         if b is None:
-            from ..ops import BroadcastOp
             op = BroadcastOp([x], [T.VectorType((self.n,), x.type)], None, (), self.loop.loc)
             self.rw.insert_before(self.loop, op)
             b = self.splats[x] = op.results[0]
         return b
 
     def emit(self):
-        from ..ops import LoadOp, StoreOp
         loop, rw, n = self.loop, self.rw, self.n
         iv = loop.induction_var
         self.scalar[iv] = const(rw, loop, loop.lower)
         for op in list(loop.body.ops):
-            name = op.name
-            if name == "tir.store":
+            if isinstance(op, StoreOp):
                 val, buf, *idx = op.operands
                 new = StoreOp([self.vector(val), buf] + [self.s(i) for i in idx], (), None, (), op.loc)
                 rw.insert_before(loop, new)
@@ -180,7 +179,7 @@ class _Emitter:
                 rw.insert_before(loop, new)
                 self.scalar[r] = new.results[0]
                 continue
-            if name == "tir.load":
+            if isinstance(op, LoadOp):
                 buf, *idx = op.operands
                 new = LoadOp([buf] + [self.s(i) for i in idx], [T.VectorType((n,), r.type)], None, (), op.loc)
             else:
@@ -218,7 +217,6 @@ class Vectorize(ModulePass):
             raise ValueError("max-lanes must be at least 1")
 
     def run_on(self, func, ctx):
-        from ..ops import ForOp
         rw = Rewriter()
         done = kept = 0
         for op in list(func.walk(include_self=False)):

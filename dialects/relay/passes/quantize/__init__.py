@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from .....ir.diagnostics import DiagnosticError, warning
 from .....ir.pass_manager import ModulePass
 from .config import QConfig
+from ...ops.function import FuncOp
 
 PREREQUISITES = ("simplify-inference", "fold-constant", "fold-scale-axis", "fold-constant")
 
@@ -87,7 +88,7 @@ class Quantize(QConfig, ModulePass):
 
 def main_function(module):
     for op in module.body.ops:
-        if op.name == "relay.func" and op.attributes.get("sym_name") == "main":
+        if isinstance(op, FuncOp) and op.attributes.get("sym_name") == "main":
             return op
     raise DiagnosticError(module.loc, "--quantize quantizes @main, and the module has no relay.func @main")
 

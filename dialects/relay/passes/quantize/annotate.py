@@ -42,9 +42,10 @@ from __future__ import annotations
 from .....ir.builder import Builder
 from ...ops.base import RELAY_PREFIX
 from .. import defining_constant
+from ...ops.function import ConstantOp
+from ...ops.qnn import SimulatedQuantizeOp
 
 INPUT, WEIGHT, ACTIVATION = "input", "weight", "activation"
-SQ = "relay.annotation.simulated_quantize"
 
 
 class Annotator:
@@ -93,10 +94,9 @@ class Annotator:
 
     def attach(self, op, index, kind, axis=-1):
         """Make operand `index` of `op` go through a simulated_quantize of `kind`."""
-        from ...ops.qnn import SimulatedQuantizeOp
         v = op.operands[index]
         d = v.defining_op()
-        if d is not None and d.name == SQ and d.attributes["kind"] == kind:
+        if isinstance(d, SimulatedQuantizeOp) and d.attributes["kind"] == kind:
             return
         key = (v, kind)
         q = self.cache.get(key)
@@ -113,7 +113,6 @@ class Annotator:
     def const(self, name, value):
         """A float32 scalar constant at the top of the function, shared."""
         import numpy as np
-        from ...ops.function import ConstantOp
         v = self.consts.get((name, value))
         if v is None:
             c = ConstantOp.get(np.array(value, np.float32))

@@ -28,6 +28,8 @@ from __future__ import annotations
 from .....ir.diagnostics import DiagnosticError
 from .. import defining_constant
 from .annotate import WEIGHT
+from ...ops.function import ConstantOp
+from ...ops.qnn import SimulatedQuantizeOp
 
 
 def weight_threshold(w, mode: str, axis):
@@ -75,7 +77,7 @@ def collect_stats(module, func, points, samples):
         name += "_"
     probe.attributes["sym_name"] = name
     for op in probe.walk():
-        if op.name == "relay.annotation.simulated_quantize":
+        if isinstance(op, SimulatedQuantizeOp):
             op.attributes["kind"] = "identity"
     ret = probe.body.last
     n_out = len(ret.operands)
@@ -102,7 +104,6 @@ def collect_stats(module, func, points, samples):
 def calibrate(cfg, module, func, points, samples):
     """Set the dom_scale of every point in `points` (simulated_quantize ops)."""
     import numpy as np
-    from ...ops.function import ConstantOp
     stats = collect_stats(module, func, points, samples) if cfg.calibrate_mode != "global_scale" else {}
     for p in points:
         kind = p.attributes["kind"]

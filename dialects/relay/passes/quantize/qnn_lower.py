@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from .....ir import types as T
 from .....ir.builder import Builder
 from .....ir.pass_manager import ModulePass
+from ...ops import qnn as QO
 from ...ops import qnn_math as Q
 from .. import defining_constant, erase_if_dead, relay_functions
 from .realize import op_class
@@ -321,15 +322,15 @@ class Lowering:
         return self.op(b, "concatenate", *parts, axis=op.attributes["axis"])
 
     LOWER = {
-        "quantize": quantize, "dequantize": dequantize, "requantize": requantize, "conv2d": conv2d,
-        "dense": dense, "batch_matmul": batch_matmul, "add": add, "subtract": subtract, "mul": mul,
-        "concatenate": concatenate,
+        QO.QuantizeOp: quantize, QO.DequantizeOp: dequantize, QO.RequantizeOp: requantize,
+        QO.QnnConv2DOp: conv2d, QO.QnnDenseOp: dense, QO.QnnBatchMatmulOp: batch_matmul, QO.QnnAddOp: add,
+        QO.QnnSubtractOp: subtract, QO.QnnMulOp: mul, QO.QnnConcatenateOp: concatenate,
     }
 
     def run(self) -> int:
         n = 0
         for op in [o for o in self.func.walk() if o.name.startswith(QNN_PREFIX)]:
-            fn = self.LOWER.get(op.name[len(QNN_PREFIX):])
+            fn = self.LOWER.get(type(op))
             if fn is None:
                 raise op.error("has no lowering to integer arithmetic")
             b = Builder.before(op)

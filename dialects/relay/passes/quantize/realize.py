@@ -44,8 +44,9 @@ from .....ir.diagnostics import DiagnosticError
 from .....ir.registry import get_op_class
 from ...ops.base import RELAY_PREFIX
 from .. import defining_constant, erase_if_dead
-
-SQ = "relay.annotation.simulated_quantize"
+from ...ops.function import ConstantOp
+from ...ops.nn import BiasAddOp
+from ...ops.qnn import SimulatedQuantizeOp
 
 
 class QVal:
@@ -99,7 +100,7 @@ class Realizer:
 
     def run(self):
         for op in list(self.func.body.ops):
-            if op.name == SQ:
+            if isinstance(op, SimulatedQuantizeOp):
                 self.simulated_quantize(op)
                 continue
             name = op.name[len(RELAY_PREFIX):] if op.name.startswith(RELAY_PREFIX) else op.name
@@ -118,7 +119,7 @@ class Realizer:
             if all(not r.uses for r in op.results):
                 used = [d for d in (v.defining_op() for v in op.operands) if d is not None]
                 op.erase()
-                erase_if_dead([d for d in used if d.name == "relay.constant"])
+                erase_if_dead([d for d in used if isinstance(d, ConstantOp)])
         erase_if_dead(self.const_ops)
 
     # -- building blocks ------------------------------------------------------------------------
@@ -126,7 +127,6 @@ class Realizer:
     def const(self, array, name=None):
         """A constant at the top of the function, shared by equal values."""
         import numpy as np
-        from ...ops.function import ConstantOp
         a = np.array(array, copy=True)
         key = (a.dtype.str, a.shape, a.tobytes())
         v = self.consts.get(key)
@@ -284,7 +284,7 @@ class Realizer:
         when that operand cannot carry a scale vector along it."""
         out_rank = len(op.results[0].type.shape)
         t = op.operands[side].type
-        if op.name == "relay.nn.bias_add" and side == 1:
+        if isinstance(op, BiasAddOp) and side == 1:
             a = op.attributes.get("axis", 1) % out_rank
             return 0 if a == out_axis else None
         a = out_axis - (out_rank - len(t.shape))
@@ -294,7 +294,7 @@ class Realizer:
         """The output axis that operand `side`'s scale vector runs along."""
         if q.axis is None:
             return None
-        if op.name == "relay.nn.bias_add" and side == 1:
+        if isinstance(op, BiasAddOp) and side == 1:
             return op.attributes.get("axis", 1) % len(op.results[0].type.shape)
         return q.axis + len(op.results[0].type.shape) - len(op.operands[side].type.shape)
 
