@@ -37,6 +37,8 @@ from __future__ import annotations
 import sys
 import time
 
+from ..dialects.relay.ops.function import ConstantOp as RelayConstantOp
+from ..dialects.relay.ops.function import FuncOp as RelayFuncOp
 from .executor import EntrySignature
 
 PHASES = ("import", "parse", "graph", "lower", "codegen", "plan")   # import: a frontend's, timed by its caller
@@ -179,7 +181,7 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
             p.run(module, ctx)
         times["graph"] = time.perf_counter() - t0
         f = module.lookup(entry)
-        if f is None or f.name != "relay.func":
+        if not isinstance(f, RelayFuncOp):
             raise BuildError(f"the module has no relay.func @{entry} to compile")
         from .program import straight_line
         if not straight_line(module, f):
@@ -220,11 +222,11 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
     kind = str(target).split()[0]
     text = ",".join(f"{n}{{target={kind}}}" if n == "lower-tir" else n for n in tir_passes)
     tir = [p for _, p in instantiate(parse_pipeline(text), get_pass_class)]
-    prims = [op for op in module.body.ops if op.name == "relay.func" and "primitive" in op.attributes
+    prims = [op for op in module.body.ops if isinstance(op, RelayFuncOp) and "primitive" in op.attributes
              and "interpreted" not in op.attributes]
     kernels, interpreted = [], []
     for op in module.body.ops:
-        if op.name == "relay.func" and "interpreted" in op.attributes:
+        if isinstance(op, RelayFuncOp) and "interpreted" in op.attributes:
             interpreted.append((op.sym_name, op.attributes["interpreted"]))
     schedule, to_tir = ApplySchedule(), LowerTEToTIR()
     for i, rf in enumerate(prims):
@@ -240,7 +242,7 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
             rf.attributes["interpreted"] = why
             interpreted.append((name, why))
             continue
-        lifted = [c for c in rf.body.ops if c.name == "relay.constant" and is_lifted(c)]
+        lifted = [c for c in rf.body.ops if isinstance(c, RelayConstantOp) and is_lifted(c)]
         module.body.insert_before(rf, func)
         if lifted:
             _pass_lifted_constants(module, name, lifted)

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dialects.relay.ops import control as relay_control
+from ..dialects.relay.ops import function as relay
+from ..dialects.tir import ops as tir
 from ..ir import types as T
 from .ndarray import as_aligned, empty_aligned
 
@@ -66,7 +69,7 @@ class RelayEvaluator:
 
     def run_function(self, name_or_op, *args):
         f = self.lookup(name_or_op) if isinstance(name_or_op, str) else name_or_op
-        if f.name != "relay.func":
+        if not isinstance(f, relay.FuncOp):
             raise ExecutionError(f"@{f.sym_name} is a {f.name}, not a relay.func")
         params = f.body.args
         if len(args) != len(params):
@@ -75,33 +78,32 @@ class RelayEvaluator:
         for i, (p, a) in enumerate(zip(params, args)):
             env[p] = _check_input(p, a, f"input {i} (%{p.name or i}) of @{f.sym_name}")
         for op in f.body.ops:
-            if op.name == "relay.return":
+            if isinstance(op, relay.ReturnOp):
                 return [env[v] for v in op.operands]
             env[op.results[0]] = self.evaluate(op, [env[v] for v in op.operands])
         raise ExecutionError(f"@{f.sym_name} has no return")
 
     def evaluate(self, op, args):
-        name = op.name
-        if name == "relay.constant":
+        if isinstance(op, relay.ConstantOp):
             a = self._constants.get(op)
             if a is None:
                 a = self._constants[op] = op.compute()
             return a
-        if name == "relay.call":
+        if isinstance(op, relay.CallOp):
             callee = self.lookup(op.attributes["callee"].name)
-            if callee.name == "relay.func":
+            if isinstance(callee, relay.FuncOp):
                 outs = self.run_function(callee, *args)
                 return outs[0] if len(outs) == 1 else tuple(outs)
-            if callee.name == "tir.func":
+            if isinstance(callee, tir.FuncOp):
                 return self.call_kernel(callee, args)
             raise ExecutionError(f"@{callee.sym_name} is a {callee.name}: the module is not fully lowered "
                                  f"(run tvm-opt --lower-te-to-tir first)")
-        if name == "relay.tuple":
+        if isinstance(op, relay_control.TupleOp):
             return tuple(args)
-        if name == "relay.get_item":
+        if isinstance(op, relay_control.TupleGetItemOp):
             return args[0][op.attributes["index"]]
         if getattr(op, "compute", None) is None:
-            raise ExecutionError(f"cannot evaluate '{name}'")
+            raise ExecutionError(f"cannot evaluate '{op.name}'")
         # the relay interpreter's evaluation: compute(), then the value made
         # to conform to the declared type (dtype, 0-d results)
         from ..dialects.relay.interpreter import evaluate_op
@@ -168,7 +170,7 @@ class Executor(EntrySignature):
         self.target = as_target(target)
         self.entry = entry
         self.lib = lib
-        funcs = [op for op in module.body.ops if op.name == "tir.func"]
+        funcs = [op for op in module.body.ops if isinstance(op, tir.FuncOp)]
         if funcs and lib is None:
             if self.target.kind == "llvm":
                 from ..backend.llvm import jit
@@ -178,7 +180,7 @@ class Executor(EntrySignature):
                 self.lib = build(module, self.target)
         self.evaluator = RelayEvaluator(module, self._call_kernel)
         f = module.lookup(entry)
-        if f is None or f.name != "relay.func":
+        if not isinstance(f, relay.FuncOp):
             raise ExecutionError(f"the module has no relay.func @{entry} to run")
         self.entry_op = f
         self.program = None
@@ -227,7 +229,7 @@ def reference_run(module, name, *inputs):
     (``tvmd.dialects.relay.interpreter``) when it is there; a module with tir
     kernels, or any module without that interpreter, through
     :class:`RelayEvaluator` with the kernels run by the tir interpreter."""
-    has_kernels = any(op.name == "tir.func" for op in module.body.ops)
+    has_kernels = any(isinstance(op, tir.FuncOp) for op in module.body.ops)
     run_function = None
     if not has_kernels:
         try:

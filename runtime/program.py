@@ -26,11 +26,16 @@ import time
 
 import numpy as np
 
+from ..dialects.relay.ops import adt as relay_adt
+from ..dialects.relay.ops import closure as relay_closure
+from ..dialects.relay.ops import control as relay_control
+from ..dialects.relay.ops import function as relay
+from ..dialects.tir import ops as tir
 from ..ir import types as T
 from .ndarray import ALIGN, as_aligned, empty_aligned
 
-_NOT_STRAIGHT = frozenset({"relay.if", "relay.match", "relay.fn", "relay.func_ref", "relay.construct",
-                           "relay.call_indirect", "relay.let"})
+_NOT_STRAIGHT = (relay_control.IfOp, relay_adt.MatchOp, relay_closure.FnOp, relay_closure.FuncRefOp,
+                 relay_adt.ConstructOp, relay_closure.CallIndirectOp)
 
 
 def straight_line(module, f) -> bool:
@@ -38,11 +43,11 @@ def straight_line(module, f) -> bool:
     if len(f.regions[0].blocks) != 1:
         return False
     for op in f.body.ops:
-        if op.regions or op.name in _NOT_STRAIGHT:
+        if op.regions or isinstance(op, _NOT_STRAIGHT):
             return False
-        if op.name == "relay.call":
+        if isinstance(op, relay.CallOp):
             callee = module.lookup(op.attributes["callee"].name)
-            if callee is None or callee.name not in ("tir.func", "relay.func"):
+            if not isinstance(callee, (tir.FuncOp, relay.FuncOp)):
                 return False
         if len(op.results) > 1:
             return False
@@ -105,13 +110,13 @@ class Program:
         bufs = {}       # buffer id -> (shape, numpy dtype)
         ret = None
         for op in f.body.ops:
-            if op.name == "relay.return":
+            if isinstance(op, relay.ReturnOp):
                 ret = op
                 break
             r = op.results[0]
             slot[r] = len(slot)
             reads = list(op.operands)
-            if op.name == "relay.constant":
+            if isinstance(op, relay.ConstantOp):
                 a = np.ascontiguousarray(op.compute())
                 if isinstance(r.type, T.TensorType) and r.type.is_static and a.shape != tuple(r.type.shape) \
                         and a.size == int(np.prod(r.type.shape, dtype=np.int64)):
@@ -119,8 +124,8 @@ class Program:
                 consts[slot[r]] = as_aligned(a)
                 seed[r] = frozenset({("const", slot[r])})
                 continue
-            callee = module.lookup(op.attributes["callee"].name) if op.name == "relay.call" else None
-            if callee is not None and callee.name == "tir.func":
+            callee = module.lookup(op.attributes["callee"].name) if isinstance(op, relay.CallOp) else None
+            if isinstance(callee, tir.FuncOp):
                 defines = []
                 for k, b in enumerate(callee.outputs):
                     t = b.type
@@ -163,14 +168,14 @@ class Program:
         ins = [slot[v] for v in op.operands]
         shapes = (", ".join(_shape_text(v.type) for v in op.operands) + " -> "
                   + _shape_text(op.results[0].type))
-        if callee is not None and callee.name == "tir.func":
+        if isinstance(callee, tir.FuncOp):
             return self._kernel_step(op, callee, out, ins, bufs, consts, shapes)
         ev = self.evaluator
-        if op.name == "relay.tuple":
+        if isinstance(op, relay_control.TupleOp):
             def run(env):
                 env[out] = tuple(env[i] for i in ins)
             return run, None, shapes
-        if op.name == "relay.get_item":
+        if isinstance(op, relay_control.TupleGetItemOp):
             index = op.attributes["index"]
             src = ins[0]
 

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...dialects.arith import ops as A
+from ...dialects.tir import ops as tir
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from .. import abi
@@ -92,12 +94,12 @@ _MATH = {  # tir intrinsic -> (float, double) function
     "acos": ("acosf", "acos"), "atan": ("atanf", "atan"), "sinh": ("sinhf", "sinh"), "cosh": ("coshf", "cosh"),
     "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
 }
-_BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "/", "arith.remsi": "%",
-           "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
-           "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
-_CALL2 = {"arith.floordivsi": "tvmd_floordiv", "arith.floormodsi": "tvmd_floormod",
-          "arith.maxsi": "tvmd_max", "arith.minsi": "tvmd_min", "arith.maximumf": "tvmd_max",
-          "arith.minimumf": "tvmd_min", "arith.shli": "tvmd_shl", "arith.shrsi": "tvmd_shr"}
+_BINARY = {A.AddIOp: "+", A.SubIOp: "-", A.MulIOp: "*", A.DivSIOp: "/", A.RemSIOp: "%",
+           A.AndIOp: "&", A.OrIOp: "|", A.XOrIOp: "^",
+           A.AddFOp: "+", A.SubFOp: "-", A.MulFOp: "*", A.DivFOp: "/"}
+_CALL2 = {A.FloorDivSIOp: "tvmd_floordiv", A.FloorModSIOp: "tvmd_floormod",
+          A.MaxSIOp: "tvmd_max", A.MinSIOp: "tvmd_min", A.MaximumFOp: "tvmd_max",
+          A.MinimumFOp: "tvmd_min", A.ShLIOp: "tvmd_shl", A.ShRSIOp: "tvmd_shr"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 THREAD_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -185,9 +187,9 @@ class KernelCodegen:
         self.guarded = {}          # ForOp -> needs a guard
         self.shared_bytes = 0
         self.lanes_of: dict = {}   # vector Value -> [C expression per lane]
-        self.vector_bufs = {op.operands[0 if op.name == "tir.load" else 1] for op in func_op.walk()
-                            if op.name in ("tir.load", "tir.store")
-                            and isinstance((op.results[0] if op.name == "tir.load" else op.operands[0]).type,
+        self.vector_bufs = {op.operands[0 if isinstance(op, tir.LoadOp) else 1] for op in func_op.walk()
+                            if isinstance(op, (tir.LoadOp, tir.StoreOp))
+                            and isinstance((op.results[0] if isinstance(op, tir.LoadOp) else op.operands[0]).type,
                                            T.VectorType)}
 
     def error(self, op, msg):
@@ -225,7 +227,7 @@ class KernelCodegen:
         """Grid and block extents per thread tag, from the bound loops."""
         by_tag: dict = {}
         for op in self.f.walk(include_self=False):
-            if op.name == "tir.for" and op.kind == "thread" and op.attributes.get("thread") in THREAD_AXES:
+            if isinstance(op, tir.ForOp) and op.kind == "thread" and op.attributes.get("thread") in THREAD_AXES:
                 by_tag.setdefault(op.attributes["thread"], []).append((op, self.extent(op)))
         for tag, loops in by_tag.items():
             exts = {e for _, e in loops}
@@ -289,10 +291,10 @@ class KernelCodegen:
 
     def block(self, block):
         for op in block.ops:
-            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            h = _HANDLERS.get(type(op))
             if h is not None:
-                h(op)
-            elif op.name.startswith("arith."):
+                h(self, op)
+            elif isinstance(op, A.ArithOp):
                 self.arith(op)
             else:
                 raise self.error(op, "cannot be compiled to CUDA")
@@ -350,18 +352,18 @@ class KernelCodegen:
 
     def arith_expr(self, op, a, t):
         """The C expression of scalar arith op `op` on operand expressions `a`."""
-        name = op.name
-        if name in _BINARY:
-            expr = f"({a[0]} {_BINARY[name]} {a[1]})"
-        elif name in _CALL2:
-            expr = f"{_CALL2[name]}({a[0]}, {a[1]})"
-        elif name == "arith.remf":
+        cls = type(op)
+        if cls in _BINARY:
+            expr = f"({a[0]} {_BINARY[cls]} {a[1]})"
+        elif cls in _CALL2:
+            expr = f"{_CALL2[cls]}({a[0]}, {a[1]})"
+        elif cls is A.RemFOp:
             expr = f"{'fmod' if str(t) == 'f64' else 'fmodf'}({a[0]}, {a[1]})"
-        elif name == "arith.powf":
+        elif cls is A.PowFOp:
             expr = f"{'pow' if str(t) == 'f64' else 'powf'}({a[0]}, {a[1]})"
-        elif name == "arith.negf":
+        elif cls is A.NegFOp:
             expr = f"(-{a[0]})"
-        elif name == "arith.cmpi":
+        elif cls is A.CmpIOp:
             pred = op.attributes["predicate"]
             cmp = _CMP[pred[-2:]]
             if pred[0] == "u":
@@ -370,7 +372,7 @@ class KernelCodegen:
                 expr = f"(({ut}){a[0]} {cmp} ({ut}){a[1]})"
             else:
                 expr = f"({a[0]} {cmp} {a[1]})"
-        elif name == "arith.cmpf":
+        elif cls is A.CmpFOp:
             pred = op.attributes["predicate"]
             if pred == "one":
                 expr = f"({a[0]} < {a[1]} || {a[0]} > {a[1]})"
@@ -382,13 +384,12 @@ class KernelCodegen:
                 expr = f"({a[0]} {_CMP[pred[1:]]} {a[1]})"
             else:   # unordered: true when either is NaN
                 expr = f"(!({a[0]} {_NEGATED[_CMP[pred[1:]]]} {a[1]}))"
-        elif name == "arith.select":
+        elif cls is A.SelectOp:
             expr = f"({a[0]} ? {a[1]} : {a[2]})"
-        elif name in ("arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
-                      "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci"):
+        elif isinstance(op, A.CastOp):
             src = T.element_type(op.operands[0].type)
             x = a[0]
-            if name in ("arith.uitofp", "arith.extui") and not getattr(src, "unsigned", False) and src is not T.i1:
+            if cls in (A.UIToFPOp, A.ExtUIOp) and not getattr(src, "unsigned", False) and src is not T.i1:
                 x = f"(({_UNSIGNED.get(c_type(src), c_type(src))}){x})"
             expr = f"(({self.ctype(op, t)}){x})"
         else:
@@ -568,17 +569,32 @@ class KernelCodegen:
         return expr
 
 
+# op class -> the KernelCodegen method that emits it (other arith ops go
+# through KernelCodegen.arith)
+_HANDLERS = {
+    A.ConstantOp: KernelCodegen.op_arith_constant,
+    tir.BroadcastOp: KernelCodegen.op_tir_broadcast,
+    tir.LoadOp: KernelCodegen.op_tir_load,
+    tir.StoreOp: KernelCodegen.op_tir_store,
+    tir.AllocOp: KernelCodegen.op_tir_alloc,
+    tir.ForOp: KernelCodegen.op_tir_for,
+    tir.IfOp: KernelCodegen.op_tir_if,
+    tir.BarrierOp: KernelCodegen.op_tir_barrier,
+    tir.IntrinOp: KernelCodegen.op_tir_intrin,
+}
+
+
 def _multiple_of(v, m, depth=0):
     """Is the index value `v` provably a multiple of `m`?  (Constants,
     products with a multiple, sums and differences of multiples.)"""
     d = v.defining_op()
     if d is None or depth > 32:
         return False
-    if d.name == "arith.constant":
+    if isinstance(d, A.ConstantOp):
         return d.attributes["value"] % m == 0
-    if d.name == "arith.muli":
+    if isinstance(d, A.MulIOp):
         return any(_multiple_of(x, m, depth + 1) for x in d.operands)
-    if d.name in ("arith.addi", "arith.subi"):
+    if isinstance(d, (A.AddIOp, A.SubIOp)):
         return all(_multiple_of(x, m, depth + 1) for x in d.operands)
     return False
 
@@ -597,7 +613,7 @@ def prepare(module_op):
     from ...dialects.tir.passes.thread_sync import sync_function
     from ..llvm.codegen import tir_funcs
     m = module_op.clone()
-    if m.name == "tir.func":
+    if isinstance(m, tir.FuncOp):
         return m
     for f in tir_funcs(m):
         split_function(f)
@@ -608,7 +624,7 @@ def prepare(module_op):
 
 def is_host(func_op):
     """A host function: it launches kernels (tir.launch) instead of being one."""
-    return any(op.name == "tir.launch" for op in func_op.walk(include_self=False))
+    return any(isinstance(op, tir.LaunchOp) for op in func_op.walk(include_self=False))
 
 
 def generate(module_op, target=None):
@@ -621,7 +637,7 @@ def generate(module_op, target=None):
     hosts = []
     for f in tir_funcs(prepare(module_op)):
         if is_host(f):
-            seq = [op.callee for op in f.walk(include_self=False) if op.name == "tir.launch"]
+            seq = [op.callee for op in f.walk(include_self=False) if isinstance(op, tir.LaunchOp)]
             hosts.append(f"// host @{f.sym_name}: launches {', '.join('@' + c for c in seq)}")
             continue
         kc = KernelCodegen(f, arch)

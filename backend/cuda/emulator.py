@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...dialects.tir.ops import ForOp
+
 
 class DevicePtr:
     def __init__(self, nbytes):
@@ -62,7 +64,7 @@ def thread_extents(func_op):
     extent per tag (an independent reading of what codegen plans)."""
     ext = {}
     for op in func_op.walk(include_self=False):
-        if op.name == "tir.for" and op.attributes.get("kind") == "thread":
+        if isinstance(op, ForOp) and op.attributes.get("kind") == "thread":
             tag = op.attributes["thread"]
             n = op.static_extent
             if n is not None and tag != "vthread":
@@ -85,7 +87,7 @@ class InterpretedKernel:
     def __call__(self, *kargs, grid, block):
         sig = self.sig
         loops = [op for op in self.func.walk(include_self=False)
-                 if op.name == "tir.for" and op.attributes.get("kind") == "thread"]
+                 if isinstance(op, ForOp) and op.attributes.get("kind") == "thread"]
         if all(op.static_extent is not None for op in loops):
             want = thread_extents(self.func)
             if (tuple(grid), tuple(block)) != want:

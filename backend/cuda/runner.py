@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...dialects.arith.ops import ConstantOp
+from ...dialects.tir.ops import AllocOp, LaunchOp
+
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -109,17 +112,17 @@ def host_plan(func_op):
     slots = {a: i for i, a in enumerate(func_op.args)}
     steps = []
     for op in func_op.body.ops:
-        if op.name == "tir.alloc":
+        if isinstance(op, AllocOp):
             t = op.results[0].type
             slots[op.results[0]] = len(slots)
             steps.append(("alloc", slots[op.results[0]], tuple(t.shape), T.to_numpy_dtype(t.element_type).name))
-        elif op.name == "tir.launch":
+        elif isinstance(op, LaunchOp):
             missing = [v for v in op.operands if v not in slots]
             if missing:
                 raise op.error("passes a value the host computes; the launcher takes only "
                                "arguments and allocations")
             steps.append(("launch", op.callee, [slots[v] for v in op.operands]))
-        elif op.name == "arith.constant":
+        elif isinstance(op, ConstantOp):
             continue
         else:
             raise op.error("cannot run on the host: a host function holds allocations and "

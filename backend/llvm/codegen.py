@@ -45,6 +45,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...dialects.arith import ops as A
+from ...dialects.tir import ops as tir
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from .. import abi
@@ -89,15 +91,16 @@ _CMPI = {"eq": ("s", "=="), "ne": ("s", "!="), "slt": ("s", "<"), "sle": ("s", "
 _CMPF = {"oeq": ("o", "=="), "one": ("o", "!="), "olt": ("o", "<"), "ole": ("o", "<="), "ogt": ("o", ">"),
          "oge": ("o", ">="), "ueq": ("u", "=="), "une": ("u", "!="), "ult": ("u", "<"), "ule": ("u", "<="),
          "ugt": ("u", ">"), "uge": ("u", ">=")}
-_INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
-               "arith.remsi": "srem", "arith.andi": "and_", "arith.ori": "or_", "arith.xori": "xor"}
-_FLOAT_BINARY = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
-                 "arith.remf": "frem"}
+_INT_BINARY = {A.AddIOp: "add", A.SubIOp: "sub", A.MulIOp: "mul", A.DivSIOp: "sdiv", A.RemSIOp: "srem",
+               A.AndIOp: "and_", A.OrIOp: "or_", A.XOrIOp: "xor"}
+_NSW = (A.AddIOp, A.SubIOp, A.MulIOp)   # index arithmetic does not wrap
+_FLOAT_BINARY = {A.AddFOp: "fadd", A.SubFOp: "fsub", A.MulFOp: "fmul", A.DivFOp: "fdiv", A.RemFOp: "frem"}
 # ``contract`` lets LLVM fuse a multiply feeding an add into one fma (one
 # rounding instead of two: never less accurate); no other fast-math flag.
-_CONTRACTABLE = ("arith.addf", "arith.subf", "arith.mulf")
-_INTRINSIC_BINARY = {"arith.maxsi": "llvm.smax", "arith.minsi": "llvm.smin", "arith.maximumf": "llvm.maximum",
-                     "arith.minimumf": "llvm.minimum", "arith.powf": "llvm.pow"}
+_CONTRACTABLE = (A.AddFOp, A.SubFOp, A.MulFOp)
+_INTRINSIC_BINARY = {A.MaxSIOp: "llvm.smax", A.MinSIOp: "llvm.smin", A.MaximumFOp: "llvm.maximum",
+                     A.MinimumFOp: "llvm.minimum", A.PowFOp: "llvm.pow"}
+_INT_CASTS = (A.IndexCastOp, A.ExtSIOp, A.ExtUIOp, A.TruncIOp)
 
 
 def _vectorizable(loop) -> bool:
@@ -107,9 +110,9 @@ def _vectorizable(loop) -> bool:
     whose metadata it cannot honour; the others are left to its own
     judgement (it may still vectorise them)."""
     for o in loop.walk(include_self=False):
-        if o.name == "tir.for":
+        if isinstance(o, tir.ForOp):
             return False
-        if o.name == "tir.intrin" and o.attributes["intrin"] not in LLVM_INTRINSIC and \
+        if isinstance(o, tir.IntrinOp) and o.attributes["intrin"] not in LLVM_INTRINSIC and \
                 o.attributes["intrin"] not in ("rsqrt", "sigmoid"):
             return False
         if any(isinstance(r.type, T.VectorType) for r in o.results):
@@ -213,16 +216,16 @@ class FuncCodegen:
     def block(self, block):
         self.heap.append([])
         for op in block.ops:
-            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            h = _HANDLERS.get(type(op))
             if h is None:
-                if op.name.startswith("arith."):
+                if isinstance(op, A.ArithOp):
                     self.arith(op)
                     for r in op.results:
                         self._name(r)
                     continue
                 raise self.error(op, "cannot be compiled to LLVM")
             else:
-                h(op)
+                h(self, op)
             for r in op.results:
                 self._name(r)
         freed = self.heap.pop()
@@ -256,41 +259,41 @@ class FuncCodegen:
 
     def arith(self, op):
         b = self.b
-        name = op.name
+        cls = type(op)
         r = op.results[0]
         args = [self.v(x) for x in op.operands]
         rt = r.type
-        if name in ("arith.shli", "arith.shrsi"):
-            out = self.shift(name, *args)
-        elif name in _INT_BINARY:
-            out = getattr(b, _INT_BINARY[name])(*args)
-            if rt is T.index and name in ("arith.addi", "arith.subi", "arith.muli"):
+        if cls is A.ShLIOp or cls is A.ShRSIOp:
+            out = self.shift(cls is A.ShRSIOp, *args)
+        elif cls in _INT_BINARY:
+            out = getattr(b, _INT_BINARY[cls])(*args)
+            if rt is T.index and cls in _NSW:
                 out.flags.append("nsw")
-        elif name == "arith.floordivsi":
+        elif cls is A.FloorDivSIOp:
             out = self.floordiv(*args)
-        elif name == "arith.floormodsi":
+        elif cls is A.FloorModSIOp:
             out = self.floormod(*args)
-        elif name in _FLOAT_BINARY:
-            out = getattr(b, _FLOAT_BINARY[name])(*args)
-            if name in _CONTRACTABLE:
+        elif cls in _FLOAT_BINARY:
+            out = getattr(b, _FLOAT_BINARY[cls])(*args)
+            if cls in _CONTRACTABLE:
                 out.flags.append("contract")
-        elif name in _INTRINSIC_BINARY:
-            out = b.call(intrinsic(self.m, _INTRINSIC_BINARY[name], args[0].type, 2), args)
-        elif name == "arith.negf":
+        elif cls in _INTRINSIC_BINARY:
+            out = b.call(intrinsic(self.m, _INTRINSIC_BINARY[cls], args[0].type, 2), args)
+        elif cls is A.NegFOp:
             out = b.fneg(args[0])
-        elif name == "arith.cmpi":
+        elif cls is A.CmpIOp:
             kind, pred = _CMPI[op.attributes["predicate"]]
             out = (b.icmp_signed if kind == "s" else b.icmp_unsigned)(pred, *args)
-        elif name == "arith.cmpf":
+        elif cls is A.CmpFOp:
             kind, pred = _CMPF[op.attributes["predicate"]]
             out = (b.fcmp_ordered if kind == "o" else b.fcmp_unordered)(pred, *args)
-        elif name == "arith.select":
+        elif cls is A.SelectOp:
             out = b.select(*args)
         else:
             out = self.cast(op, args[0])
         self.values[r] = out
 
-    def shift(self, name, a, n):
+    def shift(self, right, a, n):
         """numpy's shifts: the amount is read as unsigned, and one of at least
         the bit width (a negative one included) gives 0 (shl) or the sign fill
         (ashr).  LLVM's shl/ashr are poison there, so the amount is clamped to
@@ -301,7 +304,7 @@ class FuncCodegen:
         width = (t.element if isinstance(t, ir.VectorType) else t).width
         ok = b.icmp_unsigned("<", n, self._splat(a, width))
         amount = b.select(ok, n, self._splat(a, width - 1))
-        if name == "arith.shrsi":
+        if right:
             return b.ashr(a, amount)
         return b.select(ok, b.shl(a, amount), self._splat(a, 0))
 
@@ -330,22 +333,22 @@ class FuncCodegen:
 
     def cast(self, op, x):
         b = self.b
-        name = op.name
+        cls = type(op)
         src = T.element_type(op.operands[0].type)
         dst_t = llvm_type(op.results[0].type)
-        if name in ("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci"):
+        if cls in _INT_CASTS:
             sw = x.type.element.width if isinstance(x.type, ir.VectorType) else x.type.width
             dw = dst_t.element.width if isinstance(dst_t, ir.VectorType) else dst_t.width
             if sw == dw:
                 return x
             if dw < sw:
                 return b.trunc(x, dst_t)
-            zero_ext = name == "arith.extui" or src is T.i1 or getattr(src, "unsigned", False)
+            zero_ext = cls is A.ExtUIOp or src is T.i1 or getattr(src, "unsigned", False)
             return b.zext(x, dst_t) if zero_ext else b.sext(x, dst_t)
-        if name == "arith.sitofp" and (src is T.i1 or getattr(src, "unsigned", False)):
-            name = "arith.uitofp"   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
-        conv = {"arith.sitofp": b.sitofp, "arith.uitofp": b.uitofp, "arith.fptosi": b.fptosi,
-                "arith.fptoui": b.fptoui, "arith.extf": b.fpext, "arith.truncf": b.fptrunc}.get(name)
+        if cls is A.SIToFPOp and (src is T.i1 or getattr(src, "unsigned", False)):
+            cls = A.UIToFPOp   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
+        conv = {A.SIToFPOp: b.sitofp, A.UIToFPOp: b.uitofp, A.FPToSIOp: b.fptosi,
+                A.FPToUIOp: b.fptoui, A.ExtFOp: b.fpext, A.TruncFOp: b.fptrunc}.get(cls)
         if conv is None:
             raise self.error(op, "cannot be compiled to LLVM")
         return conv(x, dst_t)
@@ -410,7 +413,7 @@ class FuncCodegen:
     def op_tir_for(self, op):
         kind = op.kind
         if kind == "thread" and op.attributes.get("thread") != "vthread":
-            barrier = next((o for o in op.walk(include_self=False) if o.name == "tir.barrier"), None)
+            barrier = next((o for o in op.walk(include_self=False) if isinstance(o, tir.BarrierOp)), None)
             if barrier is not None:
                 raise self.error(barrier, "synchronises GPU threads, which a CPU does not run: compile "
                                           "this function for CUDA (tvm-translate --emit=cuda)")
@@ -550,6 +553,21 @@ class FuncCodegen:
         self.values[op.results[0]] = self.b.shuffle_vector(one, undef, mask)
 
 
+# op class -> the FuncCodegen method that compiles it (other arith ops go
+# through FuncCodegen.arith)
+_HANDLERS = {
+    A.ConstantOp: FuncCodegen.op_arith_constant,
+    tir.LoadOp: FuncCodegen.op_tir_load,
+    tir.StoreOp: FuncCodegen.op_tir_store,
+    tir.AllocOp: FuncCodegen.op_tir_alloc,
+    tir.ForOp: FuncCodegen.op_tir_for,
+    tir.IfOp: FuncCodegen.op_tir_if,
+    tir.IntrinOp: FuncCodegen.op_tir_intrin,
+    tir.BarrierOp: FuncCodegen.op_tir_barrier,
+    tir.BroadcastOp: FuncCodegen.op_tir_broadcast,
+}
+
+
 def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd"):
     """An llvmlite ir.Module for `funcs` (tir.func ops); with `manifest`, the
     JSON signature table an object file needs to be loaded back."""
@@ -563,6 +581,6 @@ def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd"):
 
 def tir_funcs(module_op):
     """The tir.funcs of a module (or a single tir.func), in order."""
-    if module_op.name == "tir.func":
+    if isinstance(module_op, tir.FuncOp):
         return [module_op]
-    return [op for op in module_op.body.ops if op.name == "tir.func"]
+    return [op for op in module_op.body.ops if isinstance(op, tir.FuncOp)]

@@ -26,6 +26,7 @@ a diagnostic at the compute_at op.
 from __future__ import annotations
 
 from ...ir.core import Value
+from ...dialects.arith import ops as A
 
 
 class Aff:
@@ -107,6 +108,10 @@ class Unbounded(Exception):
     """An index expression the analysis cannot bound (message says why)."""
 
 
+# the index arithmetic interval analysis follows
+_INDEX_BINARY = (A.AddIOp, A.SubIOp, A.MulIOp, A.FloorDivSIOp, A.FloorModSIOp, A.MinSIOp, A.MaxSIOp)
+
+
 class IndexIntervals:
     """Intervals of the index Values of one consumer body.
 
@@ -135,17 +140,15 @@ class IndexIntervals:
         op = v.defining_op()
         if op is None:
             raise Unbounded(f"the index '%{v.name}' is not made from the consumer's axes")
-        name = op.name
-        if name == "arith.constant":
+        if isinstance(op, A.ConstantOp):
             return Interval.point(int(op.attributes["value"]))
-        if name in ("arith.addi", "arith.subi", "arith.muli", "arith.floordivsi", "arith.floormodsi",
-                    "arith.minsi", "arith.maxsi"):
+        if isinstance(op, _INDEX_BINARY):
             a, b = (self.of(x) for x in op.operands)
-            if name == "arith.addi":
+            if isinstance(op, A.AddIOp):
                 return a + b
-            if name == "arith.subi":
+            if isinstance(op, A.SubIOp):
                 return a - b
-            if name == "arith.muli":
+            if isinstance(op, A.MulIOp):
                 if b.span == 0 and b.base.is_const():
                     return a.scale(b.base.const)
                 if a.span == 0 and a.base.is_const():
@@ -156,18 +159,18 @@ class IndexIntervals:
                     e = self.e
                     return self.atom(e.mul(a.base.emit(e), b.base.emit(e)), min(ends), max(ends))
                 raise Unbounded("it multiplies two loop-dependent indices")
-            if name in ("arith.minsi", "arith.maxsi"):
-                return self._minmax(name, a, b)
+            if isinstance(op, (A.MinSIOp, A.MaxSIOp)):
+                return self._minmax(op, a, b)
             if not (b.span == 0 and b.base.is_const() and b.base.const > 0):
-                raise Unbounded(f"'{name}' divides by something other than a positive constant")
-            return self._divmod(name, a, b.base.const)
-        raise Unbounded(f"the index uses '{name}'")
+                raise Unbounded(f"'{op.name}' divides by something other than a positive constant")
+            return self._divmod(op, a, b.base.const)
+        raise Unbounded(f"the index uses '{op.name}'")
 
-    def _minmax(self, name, a, b):
+    def _minmax(self, op, a, b):
         """min/max of [a, a+s] and [b, b+t] lies in [m, m + max(s, t)] for
         m = min(a, b) (or max(a, b))."""
         e = self.e
-        kind = "min" if name == "arith.minsi" else "max"
+        kind = "min" if isinstance(op, A.MinSIOp) else "max"
         fold = min if kind == "min" else max
         (alo, ahi), (blo, bhi) = a.base.static_range(self.ranges), b.base.static_range(self.ranges)
         span = max(a.span, b.span)
@@ -176,10 +179,10 @@ class IndexIntervals:
         m = e.index(kind, a.base.emit(e), b.base.emit(e))
         return Interval(self.atom(m, fold(alo, blo), fold(ahi, bhi)).base, span)
 
-    def _divmod(self, name, a, k):
+    def _divmod(self, op, a, k):
         e = self.e
         lo, hi = a.base.static_range(self.ranges)
-        if name == "arith.floordivsi":
+        if isinstance(op, A.FloorDivSIOp):
             if a.base.is_const():
                 c = a.base.const
                 return Interval(Aff(c // k), (c + a.span) // k - c // k)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from ...ir import types as T
 from ...ir.core import Block, Region
 from ...ir.pass_manager import ModulePass
+from ...dialects.arith.ops import ConstantOp
+from ...dialects.te import ops as te
 
 
 @dataclass
@@ -98,7 +100,7 @@ def lower_func(func):
 
 def _realized(v):
     d = v.defining_op()
-    return d is not None and d.name == "te.realize"
+    return isinstance(d, te.RealizeOp)
 
 
 class _Converter:
@@ -113,7 +115,7 @@ class _Converter:
         outer = e.block
         e.at(dst)
         for op in src.ops:
-            if op.name == "te.return":
+            if isinstance(op, te.ReturnOp):
                 break
             e.loc = op.loc
             self.op(op, e)
@@ -121,10 +123,9 @@ class _Converter:
 
     def op(self, op, e):
         m = self.m
-        name = op.name
-        if name.startswith("te.") and name not in _TE_MEMORY:
+        if op.name.startswith("te.") and not isinstance(op, _TE_MEMORY):
             raise op.error("is left after scheduling; lower-te-to-tir expects computes and schedule ops applied")
-        if name == "te.realize":
+        if isinstance(op, te.RealizeOp):
             r = op.results[0]
             out = self.outputs.get(r)
             if out is None:
@@ -133,17 +134,17 @@ class _Converter:
                 out = e.op("tir.alloc", [], [T.MemRefType(r.type.shape, r.type.element_type, scope)], db,
                            name=r.name)
             m[r] = out
-        elif name == "arith.constant":   # one of each, at the entry
+        elif isinstance(op, ConstantOp):   # one of each, at the entry
             r = op.results[0]
             m[r] = e.const(op.attributes["value"], r.type)
-        elif name == "te.read":
+        elif isinstance(op, te.ReadOp):
             m[op.results[0]] = self.read(op, e)
-        elif name == "te.write":
+        elif isinstance(op, te.WriteOp):
             v, t, *idx = (m.get(x, x) for x in op.operands)
             e.op("tir.store", [v, t] + idx, [])
-        elif name == "te.extern_call":
+        elif isinstance(op, te.ExternCallOp):
             self.inline_call(op, e)
-        elif name == "te.intrin":
+        elif isinstance(op, te.IntrinOp):
             r = e.op("tir.intrin", [m.get(x, x) for x in op.operands], [op.results[0].type],
                      {"intrin": op.attributes["intrin"]}, name=op.results[0].name)
             m[op.results[0]] = r
@@ -214,8 +215,9 @@ class _Converter:
 def _const_in(v, n):
     """Is `v` a constant index inside [0, n)?"""
     d = v.defining_op()
-    return d is not None and d.name == "arith.constant" and 0 <= d.attributes["value"] and (
+    return isinstance(d, ConstantOp) and 0 <= d.attributes["value"] and (
         n is None and d.attributes["value"] == 0 or n is not None and d.attributes["value"] < n)
 
 
-_TE_MEMORY = {"te.realize", "te.read", "te.write", "te.intrin", "te.return", "te.extern_call"}
+# the te ops lower-te-to-tir turns into tir; any other te op left is an error
+_TE_MEMORY = (te.RealizeOp, te.ReadOp, te.WriteOp, te.IntrinOp, te.ReturnOp, te.ExternCallOp)

@@ -21,6 +21,8 @@ request is a diagnostic at the schedule op.
 
 from __future__ import annotations
 
+from ...dialects.te import schedule_ops as S
+from ...dialects.te.ops import ComputeOp
 from ...ir.attributes import DialectAttr
 
 THREAD_KIND = "thread"
@@ -130,16 +132,14 @@ class Schedule:
         return st
 
     def read(self):
-        from ...dialects.te.ops import ComputeOp
-        from ...dialects.te.schedule_ops import ScheduleOp
         for op in self.func.body.ops:
             if isinstance(op, ComputeOp):
                 st = Stage(op)
                 self.stages.append(st)
                 self.by_value[op.results[0]] = st
-            elif isinstance(op, ScheduleOp):
+            elif isinstance(op, S.ScheduleOp):
                 self.ops.append(op)
-                getattr(self, "_" + op.name[3:])(op)
+                _APPLY[type(op)](self, op)   # stage ops are rewritten away before this
         return self
 
     # -- handles -----------------------------------------------------------------
@@ -316,3 +316,14 @@ class Schedule:
         if st.compute.results[0] in self.outputs:
             raise op.error(f"cannot compute_at '{st.name}': it is an output of the function")
         st.attach, st.attach_op = (target, iv), op
+
+
+# schedule op class -> the Schedule method that records it
+_APPLY = {
+    S.AxesOp: Schedule._axes, S.SplitOp: Schedule._split, S.TileOp: Schedule._tile, S.FuseOp: Schedule._fuse,
+    S.ReorderOp: Schedule._reorder, S.ParallelOp: Schedule._parallel, S.VectorizeOp: Schedule._vectorize,
+    S.UnrollOp: Schedule._unroll, S.BindOp: Schedule._bind, S.PragmaOp: Schedule._pragma,
+    S.ComputeInlineOp: Schedule._compute_inline, S.ComputeRootOp: Schedule._compute_root,
+    S.SetScopeOp: Schedule._set_scope, S.StorageAlignOp: Schedule._storage_align,
+    S.DoubleBufferOp: Schedule._double_buffer, S.ComputeAtOp: Schedule._compute_at,
+}

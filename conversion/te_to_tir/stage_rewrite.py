@@ -32,25 +32,26 @@ handle they made is a diagnostic at that use.
 
 from __future__ import annotations
 
+from ...dialects.te import schedule_ops as S
+from ...dialects.te.ops import ComputeOp, ReadOp, YieldOp
 from ...ir import types as T
 
 
 def rewrite_stages(func):
-    from ...dialects.te.schedule_ops import STAGE_OPS
     for op in list(func.body.ops):
-        if op.name in STAGE_OPS:
-            {"te.cache_read": cache_read, "te.cache_write": cache_write, "te.rfactor": rfactor}[op.name](func, op)
+        rewrite = _REWRITES.get(type(op))
+        if rewrite is not None:
+            rewrite(func, op)
 
 
 def _compute_of(op, v, what="stage"):
     d = v.defining_op()
-    if d is None or d.name != "te.compute":
+    if not isinstance(d, ComputeOp):
         raise op.error(f"expects a {what} (the result of a te.compute in this function)")
     return d
 
 
 def _new_compute(anchor, t, reduce_extents, reducer, names, reduce_names, name, loc):
-    from ...dialects.te.ops import ComputeOp
     c = ComputeOp.create(t, reduce_extents, reducer, names, reduce_names, loc)
     if reducer is not None and not isinstance(reducer, str):
         c.attributes["reducer"] = reducer
@@ -60,8 +61,7 @@ def _new_compute(anchor, t, reduce_extents, reducer, names, reduce_names, name, 
 
 
 def _set_scope(anchor, stage, scope):
-    from ...ir.registry import get_op_class
-    op = get_op_class("te.set_scope")([stage], [], {"scope": scope}, (), anchor.loc)
+    op = S.SetScopeOp([stage], [], {"scope": scope}, (), anchor.loc)
     anchor.parent.insert_before(anchor, op)
 
 
@@ -72,11 +72,10 @@ def _finish(op, new_value):
 
 
 def _reads_of(compute, tensor):
-    return [o for o in compute.walk(include_self=False) if o.name == "te.read" and o.tensor is tensor]
+    return [o for o in compute.walk(include_self=False) if isinstance(o, ReadOp) and o.tensor is tensor]
 
 
 def _copy_body(e, src, indices):
-    from ...dialects.te.ops import YieldOp
     v = e.read(src, indices)
     e.block.append(YieldOp([v], [], {}, (), e.loc))
 
@@ -110,14 +109,14 @@ def _position(func, op):
 def _earlier_uses(op, value, allowed=()):
     """Schedule ops before `op` that use `value` (other than `allowed`)."""
     return [u for u in value.users if u.parent is op.parent and u is not op and u not in allowed
-            and u.is_before_in_block(op) and u.name != "te.compute"]
+            and u.is_before_in_block(op) and not isinstance(u, ComputeOp)]
 
 
 def cache_write(func, op):
     from ...dialects.te.builder import Emitter
     stage = op.operands[0]
     c = _compute_of(op, stage)
-    early = [u for u in _earlier_uses(op, stage) if u.name.startswith("te.") and u.name != "te.read"]
+    early = [u for u in _earlier_uses(op, stage) if u.name.startswith("te.") and not isinstance(u, ReadOp)]
     if early:
         raise op.error(f"te.cache_write of '{stage.name}' must come before the other schedule ops on it",
                        notes=[(early[0].loc, "scheduled here")])
@@ -136,7 +135,6 @@ def cache_write(func, op):
 
 def rfactor(func, op):
     from ...dialects.te.builder import Emitter
-    from ...dialects.te.ops import YieldOp
     from .schedule_state import Split, int_attr
     stage, h = op.operands
     c = _compute_of(op, stage)
@@ -146,9 +144,9 @@ def rfactor(func, op):
         raise op.error(f"cannot rfactor the {c.reducer} reduction '{stage.name}'")
     hop = h.defining_op()
     split = None
-    if hop is not None and hop.name == "te.split":
+    if isinstance(hop, S.SplitOp):
         split, hop = hop, hop.operands[0].defining_op()
-    if hop is None or hop.name != "te.axes" or hop.operands[0] is not stage:
+    if not isinstance(hop, S.AxesOp) or hop.operands[0] is not stage:
         raise op.error(f"the axis must be a reduce axis of '{stage.name}' from te.axes, or one part of a te.split "
                        "of one")
     root = hop.results.index(split.operands[0] if split is not None else h)
@@ -156,7 +154,7 @@ def rfactor(func, op):
     if root < rank:
         raise op.error(f"axis '{c.body.args[root].name}' of '{stage.name}' is not a reduce axis")
     consumed = [hop] + ([split] if split is not None else [])
-    early = [u for u in _earlier_uses(op, stage, consumed) if u.name.startswith("te.") and u.name != "te.read"]
+    early = [u for u in _earlier_uses(op, stage, consumed) if u.name.startswith("te.") and not isinstance(u, ReadOp)]
     if early:
         raise op.error(f"te.rfactor of '{stage.name}' must come before its other schedule ops",
                        notes=[(early[0].loc, "scheduled here")])
@@ -241,11 +239,11 @@ def _clone_body(e, c, mapping, guard):
     guarded and the value is the reducer's identity where it fails."""
     from ...dialects.te.builder import reducer_identity_value
     for o in c.body.ops:
-        if o.name == "te.yield":
+        if isinstance(o, YieldOp):
             break
         new = o.clone(mapping)
         e.block.append(new)
-        if guard is not True and new.name == "te.read":
+        if guard is not True and isinstance(new, ReadOp):
             if new.guarded:
                 both = e.op("arith.andi", [new.condition, guard], [T.i1])
                 both.defining_op().detach()
@@ -259,3 +257,7 @@ def _clone_body(e, c, mapping, guard):
     if guard is not True:
         v = e.select(guard, v, reducer_identity_value(e, c, v.type))
     return v
+
+
+# the stage op class -> its rewrite into te.computes
+_REWRITES = {S.CacheReadOp: cache_read, S.CacheWriteOp: cache_write, S.RFactorOp: rfactor}

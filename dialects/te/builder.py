@@ -23,6 +23,7 @@ from ...ir import types as T
 from ...ir.core import Value
 from ...ir.location import UNKNOWN
 from ..arith import semantics as S
+from ..arith.ops import AddIOp
 
 # builder method -> the arith op it emits; constant operands fold through
 # that op's index semantics (dialects/arith/semantics.py), the one home of
@@ -124,7 +125,7 @@ class Emitter:
             if a is b:
                 return 0
             d = a.defining_op() if isinstance(a, Value) else None
-            if d is not None and d.name == "arith.addi" and b in d.operands:   # (x + b) - b
+            if isinstance(d, AddIOp) and b in d.operands:   # (x + b) - b
                 return d.operands[1] if d.operands[0] is b else d.operands[0]
         elif kind == "mul":
             if a == 0 or b == 0:
@@ -283,8 +284,9 @@ def combine_values(e: Emitter, compute, acc, v):
         return combine(e, compute.reducer, acc, v)
     a, b = r.body.args
     mapping = {a: acc, b: v}
+    from .ops import YieldOp
     for op in r.body.ops:
-        if op.name == "te.yield":
+        if isinstance(op, YieldOp):
             break
         e.block.append(op.clone(mapping))
     y = r.body.last.operands[0]

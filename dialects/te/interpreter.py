@@ -28,6 +28,7 @@ import numpy as np
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from ..arith import ops as A
+from .ops import ReadOp
 
 # elements of one compute evaluated at once (index grid incl. reduce axes)
 BOX_ELEMENTS = 1 << 22
@@ -343,7 +344,7 @@ class _Loops:
     def _access(self, op, buf_i):
         env = self.env
         buf = op.operands[buf_i]
-        idx = op.indices if op.name == "te.read" else op.operands[buf_i + 1:]
+        idx = op.indices if isinstance(op, ReadOp) else op.operands[buf_i + 1:]
         static = buf.type.shape if None not in buf.type.shape else None
 
         def index():
