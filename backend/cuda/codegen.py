@@ -75,6 +75,14 @@ template <typename T> __device__ __forceinline__ T tvmd_floormod(T a, T b) {
 // NaN-propagating max/min (numpy's maximum/minimum; fmaxf drops NaNs)
 template <typename T> __device__ __forceinline__ T tvmd_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T tvmd_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+// arith.maximumf/minimumf: NaN propagates and -0.0 < +0.0 (llvm.maximum/minimum); equal
+// operands differ only for zeros of two signs, where a + b is +0 and -(-a + -b) is -0
+template <typename T> __device__ __forceinline__ T tvmd_fmax(T a, T b) {
+  return (a != a || b != b) ? a + b : a == b ? (a == T(0) ? a + b : a) : (a > b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T tvmd_fmin(T a, T b) {
+  return (a != a || b != b) ? a + b : a == b ? (a == T(0) ? -(-a + -b) : a) : (a < b ? a : b);
+}
 // numpy's shifts: the amount read as unsigned; at least the bit width (a negative
 // amount included) gives 0 (left) or the sign fill (right), where C's are undefined
 template <typename T> __device__ __forceinline__ T tvmd_shl(T a, T n) {
@@ -98,8 +106,16 @@ _BINARY = {A.AddIOp: "+", A.SubIOp: "-", A.MulIOp: "*", A.DivSIOp: "/", A.RemSIO
            A.AndIOp: "&", A.OrIOp: "|", A.XOrIOp: "^",
            A.AddFOp: "+", A.SubFOp: "-", A.MulFOp: "*", A.DivFOp: "/"}
 _CALL2 = {A.FloorDivSIOp: "tvmd_floordiv", A.FloorModSIOp: "tvmd_floormod",
-          A.MaxSIOp: "tvmd_max", A.MinSIOp: "tvmd_min", A.MaximumFOp: "tvmd_max",
-          A.MinimumFOp: "tvmd_min", A.ShLIOp: "tvmd_shl", A.ShRSIOp: "tvmd_shr"}
+          A.MaxSIOp: "tvmd_max", A.MinSIOp: "tvmd_min", A.MaximumFOp: "tvmd_fmax",
+          A.MinimumFOp: "tvmd_fmin", A.ShLIOp: "tvmd_shl", A.ShRSIOp: "tvmd_shr"}
+# i1 arithmetic is modulo 2: add and sub are xor, mul is and; shli by 1 clears
+# the bit, shrsi fills with the bit itself (true is -1)
+_BOOL_BINARY = {A.AddIOp: "({0} != {1})", A.SubIOp: "({0} != {1})", A.MulIOp: "({0} && {1})",
+                A.ShLIOp: "({0} && !{1})", A.ShRSIOp: "({0})"}
+# ops that read their operands' bits as signed (dialects/arith/semantics.py):
+# on i1 and uiN, whose C types are bool and unsigned, C would read them unsigned
+_READS_SIGNED = (A.DivSIOp, A.RemSIOp, A.FloorDivSIOp, A.FloorModSIOp, A.MaxSIOp, A.MinSIOp, A.ShRSIOp)
+_SIGNED = {u: s for s, u in _UNSIGNED.items() if s != "bool"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 THREAD_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -353,6 +369,17 @@ class KernelCodegen:
     def arith_expr(self, op, a, t):
         """The C expression of scalar arith op `op` on operand expressions `a`."""
         cls = type(op)
+        et = T.element_type(op.operands[0].type) if op.operands else t
+        if et is T.i1 and cls in _BOOL_BINARY:
+            return _BOOL_BINARY[cls].format(*a)
+        if (cls in _READS_SIGNED or (cls is A.CmpIOp and op.attributes["predicate"][0] == "s")) \
+                and (et is T.i1 or c_type(et) in _SIGNED):
+            # read the bits as signed: i1 true is -1, a uiN is its signed C type
+            a = [f"(-(int){x})" if et is T.i1 else f"(({_SIGNED[c_type(et)]}){x})" for x in a]
+            if cls is A.CmpIOp:
+                return f"({a[0]} {_CMP[op.attributes['predicate'][-2:]]} {a[1]})"
+            sexpr = f"{_CALL2[cls]}({a[0]}, {a[1]})" if cls in _CALL2 else f"({a[0]} {_BINARY[cls]} {a[1]})"
+            return f"((bool)(({sexpr}) & 1))" if et is T.i1 else f"(({c_type(et)}){sexpr})"
         if cls in _BINARY:
             expr = f"({a[0]} {_BINARY[cls]} {a[1]})"
         elif cls in _CALL2:
@@ -391,6 +418,8 @@ class KernelCodegen:
             x = a[0]
             if cls in (A.UIToFPOp, A.ExtUIOp) and not getattr(src, "unsigned", False) and src is not T.i1:
                 x = f"(({_UNSIGNED.get(c_type(src), c_type(src))}){x})"
+            if t is T.i1 and T.is_int(src):   # narrowing to i1 keeps the lowest bit, not x != 0
+                x = f"(({x}) & 1)"
             expr = f"(({self.ctype(op, t)}){x})"
         else:
             raise self.error(op, "cannot be compiled to CUDA")

@@ -64,12 +64,16 @@ Integers are signless bit patterns of their width (MLIR's model); the
 
 Where the backends stand: LLVM codegen (backend/llvm/codegen.py) implements
 every rule above and tests/test_arith_semantics.py checks it, op by op, on
-i1/i8/ui8/i32/i64/index/f32/f64.  Undefined cases are excluded there, never
-compared.  CUDA codegen (C types) follows them for signed integers and
-floats, with known gaps, not yet checked by a test: on ``i1`` (C ``bool``)
-and ``uiN`` (C unsigned types) integer arithmetic, signed ops and
-truncation to ``i1`` follow C (the relay->te conversions do not emit those
-forms), and ``maximumf(+0.0, -0.0)`` gives -0.0 there.
+i1/i8/ui8/i32/i64/index/f32/f64.  CUDA codegen (backend/cuda/codegen.py)
+does too: C reads ``bool`` and unsigned types as unsigned, so the signed ops
+cast them to their signed reading first, i1 arithmetic is written modulo 2,
+a narrowing to i1 keeps the lowest bit and the prelude's ``tvmd_fmax`` /
+``tvmd_fmin`` order the zeros; tests/test_cuda_arith_semantics.py runs the
+generated C on the host (g++) against this table, every case but ``powf``
+(the device's libm is not the host's).  Undefined cases are excluded there,
+never compared.  One gap is C's own: signed ``i32``/``i64`` add, sub and
+mul overflow is undefined in C++ (nvcc wraps in practice; LLVM's are
+defined to wrap).
 
 This module imports numpy lazily: parsing and printing never need it.
 """
