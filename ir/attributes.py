@@ -253,18 +253,89 @@ def print_dense(attr: DenseAttr, resource_key: str | None = None) -> str:
     return "dense<" + rec(a) + ">"
 
 
+def max_constant_bytes() -> int:
+    """The most bytes a dense literal may materialise: env
+    TVMD_MAX_CONSTANT_BYTES, default 512 MiB."""
+    import os
+    try:
+        return int(os.environ.get("TVMD_MAX_CONSTANT_BYTES", 512 << 20))
+    except ValueError:
+        return 512 << 20
+
+
+def _flat_literal(value, out):
+    if isinstance(value, (tuple, list)):
+        for x in value:
+            _flat_literal(x, out)
+    else:
+        out.append(value)
+    return out
+
+
+def _check_elements(value, type, et):
+    """Raise ValueError if an element of the literal does not fit `et`
+    (ranges as in ir/types.py: int_range, float_range_error)."""
+    from .types import FloatType, canonical_int, float_range_error, int_range_error
+    elems = _flat_literal(value, []) if isinstance(value, (tuple, list)) else [value]
+    if isinstance(et, FloatType):
+        for x in elems:
+            if type_(x) is bool:
+                continue
+            try:
+                f = float(x)
+            except OverflowError:
+                raise ValueError(f"dense element {x} overflows {et}") from None
+            msg = float_range_error(f, et)
+            if msg:
+                raise ValueError("dense element: " + msg)
+        return
+    is_bool = str(et) == "i1"
+    wrap = False
+    for x in elems:
+        if type_(x) is float:
+            if is_bool or not math.isfinite(x) or x != int(x):
+                raise ValueError(f"dense element {print_float(x)} is not an integer for {et}")
+            x = int(x)
+        x = int(x)
+        msg = int_range_error(x, et)
+        if msg:
+            raise ValueError("dense element: " + msg)
+        if not wrap and canonical_int(x, et) != x:
+            wrap = True
+    return wrap
+
+
+def _wrap_literal(value, et):
+    from .types import canonical_int
+    if isinstance(value, (tuple, list)):
+        return [_wrap_literal(x, et) for x in value]
+    return canonical_int(int(value), et)
+
+
+type_ = type
+
+
 def dense_from_literal(value, type: Type):
     """Build a DenseAttr from the parsed literal of ``dense<...>`` (a scalar
     splat or nested lists) and its tensor type; raises ValueError on a shape
-    or value mismatch."""
+    or value mismatch, on an element out of its type's range, on an element
+    type with no storage, and on a splat larger than max_constant_bytes()."""
     import numpy as np
     if not isinstance(type, ShapedType) or not type.is_static:
         raise ValueError(f"dense attribute needs a static tensor type, got {type}")
-    dtype = type.dtype
+    try:
+        dtype = type.dtype
+    except TypeError:
+        raise ValueError(f"dense attribute of element type {type.element_type} is not supported "
+                         "(no storage type)") from None
+    if _check_elements(value, type, type.element_type):
+        # MLIR's text range: `dense<255> : tensor<i8>` holds -1 (ir/types.py)
+        value = _wrap_literal(value, type.element_type)
     if isinstance(value, (tuple, list)):
         try:
-            arr = np.array(value, dtype=dtype)
-        except (ValueError, OverflowError) as e:
+            with np.errstate(all="ignore"):
+                arr = np.array(value, dtype=dtype)
+        except (ValueError, OverflowError, TypeError) as e:
             raise ValueError(f"bad dense literal: {e}") from None
         if arr.size == 0 and type.num_elements() == 0:
             arr = arr.reshape(type.shape)
@@ -274,6 +345,11 @@ def dense_from_literal(value, type: Type):
             else:
                 raise ValueError(f"dense literal has shape {list(arr.shape)}, type needs {list(type.shape)}")
     else:
-        with np.errstate(over="ignore"):
+        nbytes = type.num_elements() * dtype.itemsize
+        limit = max_constant_bytes()
+        if nbytes > limit:
+            raise ValueError(f"dense splat of {type} would take {nbytes} bytes, more than the limit of "
+                             f"{limit} (TVMD_MAX_CONSTANT_BYTES)")
+        with np.errstate(all="ignore"):
             arr = np.full(type.shape, value, dtype=dtype)
     return DenseAttr(arr, type)

@@ -67,10 +67,17 @@ MODULE = "builtin.module"
 ANY = "*"            # OP of an op-agnostic pass
 
 
-def option(default, help: str, **kw):
+def option(default, help: str, path=False, **kw):
     """A pass option: a dataclass field with its ``--list-passes`` help.
-    A list or dict default is copied for each instance."""
+    A list or dict default is copied for each instance.
+
+    `path` marks an option whose value names a file the pass reads (True or
+    "read") or writes ("write": the pass writes files whatever the value, bar
+    "-" for stderr).  A pipeline from an untrusted source (a reproducer) may
+    not use them (tvm-opt --run-reproducer refuses them)."""
     meta = {"help": help}
+    if path:
+        meta["path"] = "write" if path == "write" else "read"
     if isinstance(default, (list, dict, set)):
         return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta, **kw)
     return dataclasses.field(default=default, metadata=meta, **kw)

@@ -296,6 +296,100 @@ def element_type(t: Type) -> Type:
     return t.element_type if isinstance(t, ShapedType) else t
 
 
+# -- literal ranges -------------------------------------------------------------
+#
+# The integers a constant may be written with (checked by the parser for
+# ``arith.constant`` and ``dense<...>`` literals, messages by int_range_error):
+#
+# * signless ``iN``: -2**(N-1) .. 2**N - 1, as MLIR: the bits are the same,
+#   and a value above the signed maximum is read as its two's complement
+#   (``arith.constant 255 : i8`` holds -1, and prints so);
+# * unsigned ``uiN``: 0 .. 2**N - 1;
+# * ``index``: as ``i64``;
+# * ``i1``: 0 and 1 (false, true), and -1 (true).
+#
+# The value a constant op *holds* is canonical (canonical_int): signed for
+# signless types, 0/1 for i1, so every pass reads the value the bits mean;
+# the verifier checks that range (int_range(t, canonical=True)).
+# Floats: any value whose rounding to the type is finite; ``inf`` and
+# ``nan`` written as such.
+
+MAX_INT_LITERAL_DIGITS = 100   # longer integer literals are refused by the parser
+
+
+def int_range(t: Type, canonical: bool = False):
+    """(lowest, highest) integer a constant of scalar type `t` may be written
+    with, or, with `canonical`, may hold."""
+    w = 64 if isinstance(t, IndexType) else t.width
+    if isinstance(t, IntegerType) and t.unsigned:
+        return 0, (1 << w) - 1
+    if w == 1:
+        return (0 if canonical else -1), 1
+    return -(1 << (w - 1)), ((1 << (w - 1)) - 1 if canonical else (1 << w) - 1)
+
+
+def canonical_int(v: int, t: Type) -> int:
+    """The value a constant of type `t` written as `v` holds (see above); `v`
+    must be in int_range(t)."""
+    w = 64 if isinstance(t, IndexType) else t.width
+    if isinstance(t, IntegerType) and t.unsigned:
+        return v
+    if w == 1:
+        return v & 1
+    return v - (1 << w) if v >= (1 << (w - 1)) else v
+
+
+def int_range_error(v: int, t: Type, canonical: bool = False):
+    """None if `v` fits a constant of type `t`, else the message saying why not."""
+    lo, hi = int_range(t, canonical)
+    if lo <= v <= hi:
+        return None
+    name = "index (as i64)" if isinstance(t, IndexType) else str(t)
+    if isinstance(t, IntegerType) and t.unsigned:
+        rng = f"{lo} .. {hi}"
+    elif canonical:
+        rng = f"{lo} .. {hi}, the signed range a signless {name} constant holds"
+    else:
+        rng = f"{lo} .. {hi}: signless {name} takes the signed or the unsigned range"
+    txt = str(v)
+    shown = txt if len(txt) <= 40 else f"{txt[:20]}...({len(txt)} digits)"
+    return f"integer constant {shown} does not fit {t} (range {rng})"
+
+
+_BF16_INF = float(2 ** 128) * (1 - 2.0 ** -9)   # the least value bf16 rounds to inf
+
+
+def float_range_error(v: float, t: Type):
+    """None if the finite `v` stays finite in float type `t` (inf and nan pass)."""
+    import math
+    import struct
+    if math.isinf(v) or math.isnan(v):
+        return None
+    kind = t.kind
+    if kind == "f64":
+        return None
+    if kind == "bf16":
+        if abs(v) < _BF16_INF:
+            return None
+    else:
+        try:
+            struct.pack("<f" if kind == "f32" else "<e", v)
+            return None
+        except OverflowError:
+            pass
+    return f"float constant {v!r} overflows {t} (write inf for infinity)"
+
+
+def storage_type_error(t: Type):
+    """None if constants of scalar type `t` can be stored, else why not."""
+    if str(t) in _NP or str(t) == "bf16":
+        return None
+    return f"constants of type {t} are not supported (no storage type; use i1, i8, i16, i32, i64 or ui8..ui64)"
+
+
+MAX_ELEMENTS = (1 << 63) - 1
+
+
 # -- numpy interop ------------------------------------------------------------
 
 _NP = {
@@ -485,6 +579,12 @@ class _TypeParser:
                 scope = m.group(1)
                 self.pos = m.end()
             self.expect(">")
+            n = 1
+            for d in shape:
+                if d is not None:
+                    n *= d
+            if n > MAX_ELEMENTS:
+                raise TypeSyntaxError(f"{w} type has {n} elements, more than fit in i64", start)
             if w == "tensor":
                 return TensorType(shape, elem)
             if w == "memref":

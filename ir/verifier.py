@@ -36,7 +36,28 @@ def _verify(root: Operation):
                 _check_dominance(op, i, v, order)
         if SYMBOL_TABLE in op.traits:
             _check_symbols(op)
+        for r in op.results:
+            if r.type not in _SHAPES_OK:
+                _check_shape(op, r.type)
         op.verify()
+
+
+_SHAPES_OK: set = set()
+
+
+def _check_shape(op: Operation, t):
+    """A shaped result type's element count must fit i64 (types built in
+    Python; the type parser refuses such text)."""
+    from .types import MAX_ELEMENTS, ShapedType
+    if isinstance(t, ShapedType):
+        n = 1
+        for d in t.shape:
+            if d is not None:
+                n *= d
+        if n > MAX_ELEMENTS:
+            raise op.error(f"result type {t} has {n} elements, more than fit in i64")
+    if len(_SHAPES_OK) < 100000:
+        _SHAPES_OK.add(t)
 
 
 def _check_dominance(user: Operation, i: int, v, order):

@@ -28,7 +28,8 @@ from ..ir.diagnostics import DiagnosticError
 from ..ir.location import UNKNOWN, FileLoc, FusedLoc, NameLoc
 from ..ir.registry import get_op_class
 from ..ir.traits import ISOLATED_FROM_ABOVE
-from ..ir.types import FunctionType, Type, TupleType, TypeSyntaxError, incomplete, parse_type
+from ..ir.types import (MAX_INT_LITERAL_DIGITS, FunctionType, Type, TupleType, TypeSyntaxError, incomplete,
+                        parse_type)
 
 
 _VALUE_NAME = re.compile(r"%([A-Za-z0-9_$.\-]+(?:#[0-9]+)?)")
@@ -376,11 +377,10 @@ class CoreBuilder:
         return (key, v, tok)
 
     def attr_int(self, c):
-        s = c[0]
-        return int(s, 16) if "x" in s else int(s)
+        return _int_literal(self, c[0])
 
     def attr_float(self, c):
-        return float(c[0])
+        return _float_literal(self, c[0])
 
     def attr_special_float(self, c):
         return float(c[0])
@@ -485,7 +485,26 @@ CoreBuilder.yield_op = lambda self, c: _terminator(self, c, "yield")
 
 # -- declarative assembly formats (ir/assembly_format.py) ------------------------
 
-def _attr_from_token(tok, form):
+def _int_literal(self, tok):
+    """The int an INT token denotes; one longer than MAX_INT_LITERAL_DIGITS
+    digits is an error (no type holds it, and Python would refuse to print it)."""
+    s = str(tok)
+    digits = len(s) - (s[0] == "-") - (2 if "x" in s else 0)
+    if digits > MAX_INT_LITERAL_DIGITS:
+        raise self.err(tok, f"integer literal of {digits} digits is too long "
+                            f"(at most {MAX_INT_LITERAL_DIGITS})")
+    return int(s, 16) if "x" in s else int(s)
+
+
+def _float_literal(self, tok):
+    """The float a FLOAT token denotes; a finite literal too large for f64 is an error."""
+    v = float(tok)
+    if v in (float("inf"), float("-inf")):
+        raise self.err(tok, f"float literal {str(tok)[:40]} overflows f64 (write inf for infinity)")
+    return v
+
+
+def _attr_from_token(self, tok, form):
     """The attribute value a literal token of `form` denotes."""
     s = str(tok)
     if form == "keyword":
@@ -497,10 +516,17 @@ def _attr_from_token(tok, form):
         return SymbolRef(unquote(s) if s.startswith('"') else s)
     t = tok.type
     if t == "INT":
-        v = int(s, 16) if "x" in s else int(s)
-        return float(v) if form == "float" else v
+        v = _int_literal(self, tok)
+        if form == "float":
+            try:
+                return float(v)
+            except OverflowError:
+                raise self.err(tok, f"integer literal {s[:40]} overflows f64") from None
+        return v
     if t == "FMT_BOOL":
         return s == "true"
+    if t == "FLOAT":
+        return _float_literal(self, tok)
     return float(s)
 
 
@@ -550,7 +576,7 @@ def format_callback(fmt, classes):
                     i += 1
             elif kind == "attr":
                 name, form = arg
-                attrs[name] = _attr_from_token(c[i], form)
+                attrs[name] = _attr_from_token(self, c[i], form)
                 i += 1
             elif kind == "oplist":
                 vals[arg] = self.uses_in(c[i])
@@ -569,7 +595,10 @@ def format_callback(fmt, classes):
 
     def build(self, tok, cls, hook, operands, rtypes, attrs):
         if hook is not None:
-            attrs = hook(attrs, rtypes)
+            try:
+                attrs = hook(attrs, rtypes)
+            except (ValueError, TypeError) as e:
+                raise self.err(tok, str(e)) from None
         if not infer:
             return self.make_op(cls, operands, rtypes, attrs or None, (), tok)
         op = self.make_op(cls, operands, (), attrs or None, (), tok)
@@ -652,7 +681,7 @@ def format_callback(fmt, classes):
                 raise self.err(o, f"'{o}' has type {v.type}, not {t}")
         attrs = {}
         for i, name, form in att:
-            attrs[name] = _attr_from_token(c[i], form)
+            attrs[name] = _attr_from_token(self, c[i], form)
         if ad is not None:
             if attrs:
                 take_attr_dict(self, c, c[ad], attrs)

@@ -334,7 +334,7 @@ class Driver(ToolDriver):
             external = {}
             module = self.parse_chunk(chunk, line0, external)
             if "--run-reproducer" in o.flags:
-                passes = self.reproducer_passes(external)
+                passes = self.reproducer_passes(external, chunk, line0)
             pm = self.pass_manager(passes)
             try:
                 pm.run(module)
@@ -358,7 +358,10 @@ class Driver(ToolDriver):
         self.timings.append(("Printer", time.perf_counter() - t0))
         return True, out
 
-    def reproducer_passes(self, external):
+    def reproducer_passes(self, external, chunk="", line0=0):
+        """The pipeline a reproducer stores.  It comes from the input file,
+        not the user, so it may not name files: a pass option that reads or
+        writes a path is refused (with the option located in the file)."""
         from ..ir.diagnostics import DiagnosticError
         from ..ir.location import FileLoc
         from ..ir.pass_manager import PassOptionError, instantiate, parse_pipeline
@@ -367,10 +370,26 @@ class Driver(ToolDriver):
         if not rep or "pipeline" not in rep:
             raise DiagnosticError(FileLoc(self.fname, 1, 1),
                                   "--run-reproducer: the input has no 'tvmd_reproducer' pipeline in its resources")
+        text = rep["pipeline"]
+        start = _reproducer_pipeline_start(chunk, text)
+
+        def loc(offset):
+            if start is None:
+                return FileLoc(self.fname, line0 + 1, 1)
+            pos = start + max(0, min(offset, len(text)))
+            line = line0 + 1 + chunk.count("\n", 0, pos)
+            return FileLoc(self.fname, line, pos - (chunk.rfind("\n", 0, pos) + 1) + 1)
+
         try:
-            return instantiate(parse_pipeline(rep["pipeline"]), get_pass_class)
+            elements = parse_pipeline(text)
+            # Before instantiate: a pass's validate() may look at its paths.
+            bad = _path_option_use(elements, get_pass_class)
+            if bad is not None:
+                offset, message = bad
+                raise DiagnosticError(loc(offset), f"reproducer pipeline may not name files: {message}")
+            return instantiate(elements, get_pass_class)
         except PassOptionError as e:
-            raise DiagnosticError(FileLoc(self.fname, 1, 1), f"bad reproducer pipeline: {e}") from None
+            raise DiagnosticError(loc(e.offset), f"bad reproducer pipeline: {e}") from None
 
     def ir_before(self, chunk, line0, passes, index):
         """The IR that reached pass `index`: replay the passes before it on a
@@ -480,6 +499,56 @@ class Driver(ToolDriver):
             w(f"'{name}' Pass\n")
             for s, n in d.items():
                 w(f"  (S) {n:8d} {s}\n")
+
+
+def _reproducer_pipeline_start(chunk, text):
+    """Where the reproducer's pipeline string starts in the chunk, or None."""
+    import re
+    m = re.search(r'\btvmd_reproducer\s*:\s*\{', chunk)
+    while m is not None:
+        p = re.compile(r'\bpipeline\s*:\s*"').search(chunk, m.end())
+        if p is None:
+            return None
+        if chunk.startswith(text + '"', p.end()):
+            return p.end()
+        m = p
+    return None
+
+
+def _path_option_use(elements, registry_get):
+    """The first use of a path option (see ``option(path=...)`` in
+    ir/pass_manager.py) in a parsed pipeline: (offset in the pipeline text,
+    message), or None.  A "read" option is allowed empty (no file); a
+    "write" option only as "-" (stderr), since its pass writes files even at
+    its default."""
+    from ..ir.pass_manager import split_options
+    for el in elements:
+        if el.nested is not None:
+            bad = _path_option_use(el.nested, registry_get)
+            if bad is not None:
+                return bad
+            continue
+        cls = registry_get(el.name)
+        if cls is None:
+            continue
+        given = {key: (value, off) for key, value, off in split_options(el.options)}
+        for name, _typ, f in cls.option_fields():
+            kind = f.metadata.get("path")
+            if not kind:
+                continue
+            key = name.replace("_", "-")
+            if key in given:
+                value, off = given[key]
+                if (kind == "write" and value == "-") or (kind == "read" and value == ""):
+                    continue
+                return (el.options_offset + off,
+                        f"option '{key}' of pass '{el.name}' names a file ('{value}'); "
+                        f"run the pass from the command line instead")
+            if kind == "write":
+                return (el.offset,
+                        f"pass '{el.name}' writes files (its '{key}' option); "
+                        f"give {key}=- to print to stderr, or run the pass from the command line")
+    return None
 
 
 def main(argv=None) -> int:

@@ -28,6 +28,7 @@ tracebacks.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -111,14 +112,20 @@ def parse_args(argv, cl):
             o.inputs.append((k, path, vi))
         elif name == "--seed":
             try:
-                o.seed = int(value)
+                seed = int(value)
             except ValueError:
-                raise cl.error(vi, f"--seed takes an integer, got '{value}'") from None
+                seed = -1
+            if seed < 0:
+                raise cl.error(vi, f"--seed takes a non-negative integer, got '{value}'", voff)
+            o.seed = seed
         elif name in ("--rtol", "--atol"):
             try:
-                setattr(o, name[2:], float(value))
+                tol = float(value)
             except ValueError:
-                raise cl.error(vi, f"{name} takes a number, got '{value}'") from None
+                tol = math.nan
+            if not math.isfinite(tol) or tol < 0:   # NaN would make every comparison pass
+                raise cl.error(vi, f"{name} takes a finite number >= 0, got '{value}'", voff)
+            setattr(o, name[2:], tol)
         elif name == "--reference":
             o.reference, o.reference_index = value, vi
         elif name == "--output-dir":
@@ -162,6 +169,75 @@ def parse_args(argv, cl):
     if o.shapes and not o.onnx:
         raise cl.error(next(iter(o.shapes.values()))[1], "--input-shape applies to ONNX models only")
     return o
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _npy_header(f):
+    """(shape, fortran_order, dtype) of the .npy file `f`, positioned at its data."""
+    from numpy.lib import format as npf
+    version = npf.read_magic(f)
+    if version == (1, 0):
+        return npf.read_array_header_1_0(f)
+    if version == (2, 0):
+        return npf.read_array_header_2_0(f)
+    try:   # 3.0 (utf-8 field names) has no public reader
+        from numpy.lib import _format_impl
+        return _format_impl._read_array_header(f, version)
+    except (ImportError, AttributeError):
+        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}") from None
+
+
+def load_npy(path, error):
+    """The array in the .npy file `path`, read with ``allow_pickle=False``
+    after checking that the file is what its header says (so a corrupt
+    header cannot ask for a huge allocation); `error(message)` makes the
+    exception for a file that cannot be used."""
+    import numpy as np
+    import zipfile
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(len(_NPY_MAGIC))
+            if size == 0:
+                raise error(f"cannot read '{path}' as a .npy array: the file is empty")
+            if head.startswith(_ZIP_MAGIC):
+                try:
+                    with zipfile.ZipFile(f) as z:
+                        bad = z.testzip()
+                except (zipfile.BadZipFile, EOFError, ValueError, OSError) as e:
+                    raise error(f"cannot read '{path}': a truncated or corrupt .npz archive ({e})") from None
+                if bad is not None:
+                    raise error(f"cannot read '{path}': a corrupt .npz archive (member '{bad}' is damaged)")
+                raise error(f"'{path}' is an .npz archive; give one .npy array per input")
+            if head != _NPY_MAGIC:
+                raise error(f"cannot read '{path}' as a .npy array: not a .npy file (no NUMPY magic)")
+            f.seek(0)
+            try:
+                shape, _, dtype = _npy_header(f)
+            except (ValueError, EOFError, SyntaxError, TypeError) as e:
+                raise error(f"cannot read '{path}' as a .npy array: a malformed header") from None
+            if dtype.hasobject:
+                raise error(f"cannot read '{path}': it holds Python objects ({dtype}), which need pickle")
+            count = 1
+            for d in shape:
+                count *= int(d)
+            need, have = count * dtype.itemsize, size - f.tell()
+            if need > have:
+                raise error(f"cannot read '{path}' as a .npy array: its header says {dtype} of shape "
+                            f"{list(shape)} ({need} bytes of data), but the file holds only {max(have, 0)} "
+                            f"(truncated or corrupt)")
+    except OSError as e:
+        raise error(f"cannot read '{path}': {e.strerror or e}") from None
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise error(f"cannot read '{path}' as a .npy array: {e}") from None
+    if not isinstance(a, np.ndarray):
+        raise error(f"'{path}' is an .npz archive; give one .npy array per input")
+    return a
 
 
 def _preview(a, k=6):
@@ -258,12 +334,7 @@ class Driver(ToolDriver):
             idx = names.index(name) if name in names else (int(name) if name.isdigit() else None)
             if idx is None or not 0 <= idx < len(names):
                 raise cl.error(vi, f"@{o.entry} has no input '{name}' (inputs: {', '.join(names)})")
-            try:
-                a = np.load(path, allow_pickle=False)
-            except (OSError, ValueError) as e:
-                raise cl.error(vi, f"cannot read '{path}' as a .npy array: {e}") from None
-            if not isinstance(a, np.ndarray):
-                raise cl.error(vi, f"'{path}' is an .npz archive; give one .npy array per input")
+            a = load_npy(path, lambda msg: cl.error(vi, msg))
             t = types[idx]
             if isinstance(t, T.TensorType):
                 if a.dtype != np.dtype(t.dtype):

@@ -38,7 +38,6 @@ Conventions:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +47,7 @@ from ...dialects.tir import ops as tir
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from .. import abi
+from ..names import c_ident, comment_text, unique, unique_c_idents
 
 _C_TYPES = {
     "index": "long long", "i64": "long long", "i32": "int", "i16": "short", "i8": "signed char",
@@ -56,12 +56,6 @@ _C_TYPES = {
 }
 _UNSIGNED = {"long long": "unsigned long long", "int": "unsigned int", "short": "unsigned short",
              "signed char": "unsigned char", "bool": "bool"}
-_RESERVED = frozenset("""
-    auto bool break case char const continue default do double else enum extern float for goto if
-    inline int long register restrict return short signed sizeof static struct switch typedef union
-    unsigned void volatile while class new delete this template typename namespace using operator
-    true false threadIdx blockIdx blockDim gridDim warpSize half nv_bfloat16 max min
-""".split())
 
 PRELUDE = """\
 template <typename T> __device__ __forceinline__ T tvmd_floordiv(T a, T b) {
@@ -130,7 +124,7 @@ class KernelInfo:
     block: tuple
     signature: abi.Signature
     shared_bytes: int = 0
-    symbol: str = ""       # the C name (the tir name made a C identifier)
+    symbol: str = ""       # the C name (backend.names: the tir name made a distinct C identifier)
 
     def resolve(self, scalars: dict):
         """(grid, block) as ints, argument names replaced by their values."""
@@ -190,8 +184,9 @@ class _Writer:
 
 
 class KernelCodegen:
-    def __init__(self, func_op, target_arch="sm_90"):
+    def __init__(self, func_op, target_arch="sm_90", symbol=None):
         self.f = func_op
+        self.symbol = symbol or unique_c_idents([func_op.sym_name])[func_op.sym_name]
         self.arch = target_arch
         self.sig = abi.signature(func_op)
         self.names: dict = {}      # Value -> C expression (a name or a literal)
@@ -212,17 +207,7 @@ class KernelCodegen:
         return DiagnosticError(op.loc, f"'{op.name}' op {msg}")
 
     def fresh(self, hint, fallback="v"):
-        base = re.sub(r"[^A-Za-z0-9_]", "_", hint or "") or fallback
-        if base[0].isdigit():
-            base = f"{fallback}{base}"
-        if base in _RESERVED or base.startswith("tvmd_") or base.startswith("__"):
-            base = f"{base}_"
-        name, n = base, 1
-        while name in self.taken:
-            name = f"{base}_{n}"
-            n += 1
-        self.taken.add(name)
-        return name
+        return unique(c_ident(hint, fallback), self.taken)
 
     def ctype(self, op, t):
         if isinstance(t, T.VectorType):
@@ -298,12 +283,12 @@ class KernelCodegen:
         bounds = ""
         if all(isinstance(x, int) for x in block):
             bounds = f"__launch_bounds__({block[0] * block[1] * block[2]}) "
-        self.w.line(f"// launch @{f.sym_name}: grid=({', '.join(map(str, grid))}) "
+        self.w.line(f"// launch @{comment_text(f.sym_name)}: grid=({', '.join(map(str, grid))}) "
                     f"block=({', '.join(map(str, block))})")
-        self.w.open(f'extern "C" __global__ void {bounds}{_c_ident(f.sym_name)}({", ".join(params)})')
+        self.w.open(f'extern "C" __global__ void {bounds}{self.symbol}({", ".join(params)})')
         self.block(f.body)
         self.w.close()
-        return KernelInfo(f.sym_name, grid, block, self.sig, self.shared_bytes, _c_ident(f.sym_name))
+        return KernelInfo(f.sym_name, grid, block, self.sig, self.shared_bytes, self.symbol)
 
     def block(self, block):
         for op in block.ops:
@@ -628,11 +613,6 @@ def _multiple_of(v, m, depth=0):
     return False
 
 
-def _c_ident(name):
-    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return s if s and not s[0].isdigit() else "k_" + s
-
-
 def prepare(module_op):
     """A copy of the module ready for CUDA codegen: host and device split
     (tir-split-host-device) and block barriers in (tir-thread-sync), the
@@ -664,12 +644,15 @@ def generate(module_op, target=None):
     arch = getattr(target, "arch", None) or "sm_90"
     kernels, bodies, half = [], [], False
     hosts = []
-    for f in tir_funcs(prepare(module_op)):
+    funcs = tir_funcs(prepare(module_op))
+    symbols = unique_c_idents([f.sym_name for f in funcs if not is_host(f)])
+    for f in funcs:
         if is_host(f):
             seq = [op.callee for op in f.walk(include_self=False) if isinstance(op, tir.LaunchOp)]
-            hosts.append(f"// host @{f.sym_name}: launches {', '.join('@' + c for c in seq)}")
+            hosts.append(f"// host @{comment_text(f.sym_name)}: launches "
+                         f"{', '.join('@' + comment_text(c) for c in seq)}")
             continue
-        kc = KernelCodegen(f, arch)
+        kc = KernelCodegen(f, arch, symbols[f.sym_name])
         kernels.append(kc.emit())
         bodies.append("\n".join(kc.w.lines))
         half |= kc.uses_half

@@ -50,6 +50,7 @@ from ...dialects.tir import ops as tir
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from .. import abi
+from ..names import comment_text, llvm_symbols
 from .intrinsics import LLVM_INTRINSIC, emit_intrinsic, intrinsic
 from .irutil import I32, I64, PTR, VOID, BFloatType, alloca, c64, declare, loop_metadata
 from .parallel import WORKER_TYPE, free_values, parallel_for
@@ -134,11 +135,13 @@ class ModuleCodegen:
 
     def add_func(self, func_op):
         name = func_op.sym_name
-        if name in RESERVED_NAMES or name.startswith(("llvm.", "__tvmd")):
-            raise DiagnosticError(func_op.loc, f"'tir.func' op name '@{name}' is reserved: the generated "
-                                               f"code calls a C function or runtime helper of that name")
+        # the LLVM symbol: backend.names, recomputed from the signatures' names by the loader
+        symbol = llvm_symbols([s.name for s in self.signatures] + [name])[-1]
+        if any(n in RESERVED_NAMES or n.startswith(("llvm.", "__tvmd")) for n in (name, symbol)):
+            raise DiagnosticError(func_op.loc, f"'tir.func' op name '@{comment_text(name)}' is reserved: the "
+                                               f"generated code calls a C function or runtime helper of that name")
         sig = abi.signature(func_op)
-        FuncCodegen(self, func_op, sig).emit()
+        FuncCodegen(self, func_op, sig, symbol=symbol).emit()
         self.signatures.append(sig)
         return sig
 
@@ -159,8 +162,9 @@ class ModuleCodegen:
 class FuncCodegen:
     """Emits one LLVM function: the tir.func itself, or an outlined worker."""
 
-    def __init__(self, mod: ModuleCodegen, func_op, sig, in_parallel=False):
+    def __init__(self, mod: ModuleCodegen, func_op, sig, in_parallel=False, symbol=None):
         self.mod = mod
+        self.symbol = symbol or func_op.sym_name
         self.m = mod.module
         self.func_op = func_op
         self.sig = sig
@@ -180,7 +184,7 @@ class FuncCodegen:
         types = [PTR if isinstance(a.type, T.MemRefType) else llvm_type(a.type) for a in f.args]
         types += [I64] * (len(params) - len(types))     # hidden dynamic dimensions
         fnty = ir.FunctionType(VOID, types)
-        fn = ir.Function(self.m, fnty, f.sym_name)
+        fn = ir.Function(self.m, fnty, self.symbol)
         for p, arg in zip(params, fn.args):
             arg.name = p.name
             if p.kind == "buffer":
@@ -491,11 +495,11 @@ class FuncCodegen:
         for k, (_, x) in enumerate(captured):
             b.store(x, b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=struct))
 
-        wname = self.mod.new_worker_name(self.func_op.sym_name)
+        wname = self.mod.new_worker_name(self.symbol)
         bfn = ir.Function(self.m, ir.FunctionType(VOID, [x.type for _, x in captured] + [I64, I64]),
                           wname + ".body")
         bfn.linkage = "internal"
-        w = FuncCodegen(self.mod, self.func_op, self.sig, in_parallel=True)
+        w = FuncCodegen(self.mod, self.func_op, self.sig, in_parallel=True, symbol=self.symbol)
         w._open(bfn)
         w.values.update(constants)
         for arg, (key, x) in zip(bfn.args, captured):

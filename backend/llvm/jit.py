@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 
 from .. import abi
+from ..names import comment_text, llvm_symbols
 from ..spec import as_target
 from . import parallel
 from .codegen import generate, tir_funcs
@@ -112,10 +113,11 @@ class CompiledModule:
         self.llvm_module = llvm_module   # the optimised module (None when loaded from an object)
         self.target = target
         self.kernels = {}
-        for s in sigs:
-            addr = engine.get_function_address(s.name)
+        # the functions' LLVM symbols, as codegen made them (backend.names)
+        for s, symbol in zip(sigs, llvm_symbols([s.name for s in sigs])):
+            addr = engine.get_function_address(symbol)
             if not addr:
-                raise CompileError(f"function '{s.name}' is missing from the compiled code")
+                raise CompileError(f"function '{comment_text(s.name)}' is missing from the compiled code")
             self.kernels[s.name] = Kernel(s, addr, self)
 
     def __getitem__(self, name):

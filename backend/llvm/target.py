@@ -57,13 +57,48 @@ class LLVMTarget:
         mattr = ""
         if "mattr" in opts:
             value, off = opts["mattr"]
+            pos = off
             for f in value.split(","):
                 if not f or f[0] not in "+-" or len(f) < 2:
-                    raise TargetError(f"bad feature '{f}' in -mattr: write +feature or -feature", off)
+                    raise TargetError(f"bad feature '{f}' in -mattr: write +feature or -feature", pos)
+                pos += len(f) + 1
             mattr = value
         mcpu = opts["mcpu"][0] if "mcpu" in opts else None
         triple = opts["mtriple"][0] if "mtriple" in opts else None
-        return cls(triple, mcpu, mattr)
+        t = cls(triple, mcpu, mattr)
+        if mcpu not in (None, "native") or mattr:
+            t.validate({k: v[1] for k, v in opts.items()})
+        return t
+
+    def validate(self, offsets=None):
+        """Check -mcpu and -mattr against LLVM's own tables for the triple, so
+        that LLVM never sees a CPU or feature it would abort on (``LLVM
+        ERROR``, SIGABRT).  Raises TargetError at the option's offset in the
+        target string (`offsets`: option name -> offset of its value)."""
+        offsets = offsets or {}
+        llvm = init_llvm(native_only=self.triple is None)
+        triple = self.triple or llvm.get_process_triple()
+        try:
+            llvm.Target.from_triple(triple)
+        except RuntimeError as e:
+            raise TargetError(f"unknown target triple '{triple}': {e}", offsets.get("mtriple", 0)) from None
+        info = target_info(triple)
+        if info is None:   # LLVM would not list them: let it decide
+            return
+        cpus, features = info
+        if self.mcpu not in (None, "native", "generic") and self.mcpu not in cpus:
+            raise TargetError(f"unknown CPU '{self.mcpu}' for target '{triple}'{_did_you_mean(self.mcpu, cpus)}",
+                              offsets.get("mcpu", 0))
+        pos = offsets.get("mattr", 0)
+        for f in self.mattr.split(",") if self.mattr else ():
+            name = f[1:]
+            if name not in features:
+                raise TargetError(f"unknown CPU feature '{name}' for target '{triple}'"
+                                  f"{_did_you_mean(name, features)}", pos)
+            why = _denied(triple, f)
+            if why:
+                raise TargetError(f"feature '{f}' cannot be used with target '{triple}': {why}", pos)
+            pos += len(f) + 1
 
     def __str__(self):
         parts = ["llvm"]
@@ -105,6 +140,122 @@ class LLVMTarget:
             t = llvm.Target.from_triple(triple)
         except RuntimeError as e:
             raise TargetError(f"unknown target triple '{triple}': {e}") from None
+        if self.mcpu not in (None, "native") or self.mattr:
+            self.validate()
         return t.create_target_machine(cpu=cpu, features=features, opt=min(max(opt_level, 0), 3),
                                        reloc="pic", codemodel="default" if not jit else "jitdefault",
                                        jit=jit)
+
+
+# -- LLVM's tables of CPUs and features -----------------------------------------
+#
+# llvmlite exposes no list of a target's CPUs or features, but LLVM prints
+# both when a target machine is made for the CPU "help" ("Available CPUs for
+# this target: ...", as ``llc -mcpu=help`` does).  It prints them once per
+# process, so the first triple is probed in-process (stderr captured through
+# a temporary file) and any later one in a child Python process; each
+# triple's tables are cached for the life of the process.  Nothing is written
+# to disk except the anonymous temporary file.
+
+_tables: dict = {}
+
+# Features that make LLVM abort or emit wrong code for a triple: (triple
+# prefix, +/-feature) -> why.
+_DENIED = {
+    ("x86_64", "-64bit-mode"): "x86-64 code needs 64-bit mode",
+    ("x86_64", "+32bit-mode"): "x86-64 code needs 64-bit mode",
+    ("x86_64", "+16bit-mode"): "x86-64 code needs 64-bit mode",
+    ("x86_64", "-sse"): "the x86-64 ABI passes floats in SSE registers",
+    ("x86_64", "-sse2"): "the x86-64 ABI passes floats in SSE registers",
+    ("x86_64", "-x87"): "the x86-64 ABI returns long doubles in x87 registers",
+    ("i386", "-32bit-mode"): "32-bit x86 code needs 32-bit mode",
+    ("i686", "-32bit-mode"): "32-bit x86 code needs 32-bit mode",
+    ("i386", "+64bit-mode"): "not a 64-bit triple",
+    ("i686", "+64bit-mode"): "not a 64-bit triple",
+}
+
+
+def _denied(triple, feature):
+    arch = triple.split("-", 1)[0]
+    if arch == "amd64":
+        arch = "x86_64"
+    return _DENIED.get((arch, feature))
+
+
+def _did_you_mean(word, choices):
+    import difflib
+    close = difflib.get_close_matches(word, sorted(choices), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def parse_help(text):
+    """LLVM's ``-mcpu=help`` text -> (set of CPUs, set of features), or None."""
+    cpus, features, section = set(), set(), None
+    for line in text.splitlines():
+        if line.startswith("Available CPUs"):
+            section = cpus
+        elif line.startswith("Available features"):
+            section = features
+        elif line.startswith("  ") and section is not None:
+            word = line.split()[0] if line.split() else ""
+            if word and word != "-":
+                section.add(word)
+        elif line and not line.startswith(" "):
+            section = None if not line.startswith("Available") else section
+    return (cpus, features) if cpus or features else None
+
+
+def _probe_in_process(triple):
+    import os
+    import sys
+    import tempfile
+    llvm = init_llvm(native_only=False)
+    t = llvm.Target.from_triple(triple)
+    with tempfile.TemporaryFile() as f:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(f.fileno(), 2)
+            t.create_target_machine(cpu="help", features="")
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        return f.read().decode("utf-8", "replace")
+
+
+_CHILD = """
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_all_targets()
+llvm.initialize_all_asmprinters()
+llvm.Target.from_triple(sys.argv[1]).create_target_machine(cpu="help", features="")
+"""
+
+
+def _probe_child(triple):
+    import subprocess
+    import sys
+    try:
+        r = subprocess.run([sys.executable, "-c", _CHILD, triple], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return r.stderr.decode("utf-8", "replace") + r.stdout.decode("utf-8", "replace")
+
+
+def target_info(triple):
+    """(CPU names, feature names) LLVM knows for `triple`, or None when they
+    cannot be listed."""
+    if triple in _tables:
+        return _tables[triple]
+    info = None
+    if not _tables.get("#probed"):
+        _tables["#probed"] = True
+        try:
+            info = parse_help(_probe_in_process(triple))
+        except (OSError, RuntimeError):
+            info = None
+    if info is None:
+        info = parse_help(_probe_child(triple))
+    _tables[triple] = info
+    return info

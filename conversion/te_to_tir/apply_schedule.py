@@ -41,7 +41,7 @@ class ApplySchedule(ModulePass):
 
     NAME = "apply-schedule"
     OP = "te.func"
-    file: str = option("", "a file of te.schedule blocks to add to the te functions first")
+    file: str = option("", "a file of te.schedule blocks to add to the te functions first", path=True)
 
     @classmethod
     def from_options(cls, text: str, base_offset: int = 0):

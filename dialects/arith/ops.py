@@ -163,9 +163,15 @@ class ConstantOp(ArithOp):
         if T.is_float(t):
             if type(v) is not float:
                 raise self.error(f"value {v!r} is not a float for type {t}")
+            msg = T.float_range_error(v, t)
+            if msg:
+                raise self.error(msg)
         elif T.is_int(t):
             if type(v) not in (int, bool):
                 raise self.error(f"value {v!r} is not an integer for type {t}")
+            msg = T.int_range_error(int(v), t, canonical=True) or T.storage_type_error(t)
+            if msg:
+                raise self.error(msg)
         else:
             raise self.error(f"constant of unsupported type {t}")
 
@@ -178,8 +184,19 @@ class ConstantOp(ArithOp):
     @classmethod
     def coerce_parsed_attrs(cls, attrs, result_types):
         """``arith.constant 1 : f32`` holds 1.0."""
-        if T.is_float(result_types[0]) and type(attrs.get("value")) is int:
-            attrs["value"] = float(attrs["value"])
+        t = result_types[0]
+        v = attrs.get("value")
+        if T.is_float(t) and type(v) is int:
+            try:
+                attrs["value"] = float(v)
+            except OverflowError:
+                raise ValueError(f"integer constant {v} overflows {t}") from None
+        elif type(v) is int and T.is_int(t):
+            # MLIR's text range: `255 : i8` is -1 (ir/types.py, literal ranges)
+            msg = T.int_range_error(v, t)
+            if msg:
+                raise ValueError(msg)
+            attrs["value"] = T.canonical_int(v, t)
         return attrs
 
 

@@ -90,18 +90,58 @@ class RelayOp(Operation):
     def type_relation(self, *types):
         raise self.error("has no type relation")
 
+    def check_operand_count(self):
+        """Reject a wrong number of operands (the names declared in OPERANDS;
+        a ``*name`` tail is variadic) before any type relation sees them."""
+        names = type(self).OPERANDS
+        if names is None:
+            return
+        n = len(self.operands)
+        fixed = [x for x in names if not x.startswith("*")]
+        listed = ", ".join(x.lstrip("*") + ("..." if x.startswith("*") else "") for x in names)
+        if names and names[-1].startswith("*"):
+            need = max(len(fixed), self.MIN_OPERANDS)
+            if n < need:
+                raise self.error(f"expects at least {need} operand{'s' if need != 1 else ''} "
+                                 f"({listed}), got {n}")
+        elif n != len(names):
+            what = f" ({listed})" if names else ""
+            raise self.error(f"expects {len(names)} operand{'s' if len(names) != 1 else ''}{what}, got {n}")
+
+    # the fewest operands a variadic op (OPERANDS ending in ``*name``) takes
+    MIN_OPERANDS = 0
+
+    def check_attrs(self):
+        """Attribute values the type relation needs in range (finite, positive,
+        ...); ops override and raise ``self.error``.  Runs before the relation."""
+
+    def verify(self):
+        self.check_operand_count()
+        super().verify()
+
+    def _relation(self, types):
+        self.check_operand_count()
+        self.check_attrs()
+        try:
+            return self.type_relation(*types)
+        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as e:
+            # a safety net: an attribute value no check above caught must still
+            # be reported at the op, never as a crash of the compiler
+            raise self.error(f"invalid operands or attributes: {e}") from None
+
     def infer_types(self):
         types = [v.type for v in self.operands]
         if not all(t.is_complete for t in types):
+            self.check_operand_count()
             return [T.incomplete]
-        return [self.type_relation(*types)]
+        return [self._relation(types)]
 
     def verify_(self):
         types = [v.type for v in self.operands]
         r = self.results[0].type if self.results else None
         if r is None or not all(t.is_complete for t in types):
             return
-        want = self.type_relation(*types)
+        want = self._relation(types)
         if r.is_complete and want is not r:
             raise self.error(f"result type {r} does not match the inferred type {want}")
 
@@ -176,6 +216,38 @@ def same_dtype(op, *types):
         if t.element_type is not e:
             raise op.error(f"operand element types differ: {e} and {t.element_type}")
     return e
+
+
+def finite(op, name, lo=None, positive=False):
+    """The float attribute `name`, checked finite (and > 0 / >= lo)."""
+    import math
+    v = op.attributes.get(name)
+    if v is None:
+        return v
+    if not math.isfinite(v):
+        raise op.error(f"attribute '{name}' must be finite, got {v}")
+    if positive and not v > 0:
+        raise op.error(f"attribute '{name}' must be positive, got {v}")
+    if lo is not None and v < lo:
+        raise op.error(f"attribute '{name}' must be at least {lo}, got {v}")
+    return v
+
+
+def ints_at_least(op, name, lo, values=None):
+    """Every integer of attribute `name` (an int or a tuple) is >= lo."""
+    v = op.attributes.get(name) if values is None else values
+    if v is None:
+        return v
+    for x in (v if isinstance(v, tuple) else (v,)):
+        if type(x) is int and x < lo:
+            what = "positive" if lo == 1 else "non-negative" if lo == 0 else f"at least {lo}"
+            raise op.error(f"attribute '{name}' must be {what}, got {x}")
+    return v
+
+
+# the largest dimension a shape computation may produce, and the largest rank
+MAX_DIM = 1 << 62
+MAX_RANK = 1 << 16
 
 
 def out_dtype(op, default):

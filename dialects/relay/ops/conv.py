@@ -32,7 +32,7 @@ from ....ir.attrkinds import INT, STR, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from ..layouts import Layout, LayoutError, convert_array
-from .base import OpPattern, RelayOp, out_dtype, same_dtype, tensor_type
+from .base import OpPattern, RelayOp, ints_at_least, out_dtype, same_dtype, tensor_type
 from .util import accumulation_dtype, padding_kind, spatial_kind
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
@@ -96,6 +96,14 @@ class ConvOp(RelayOp):
         if sorted(o.primal) != sorted("NC" + sp):
             raise self.error(f"out_layout {o.name} is not a layout of N, C and {', '.join(sp)}")
         return d, k, o
+
+    def check_attrs(self):
+        ints_at_least(self, "strides", 1)
+        ints_at_least(self, "dilation", 1)
+        ints_at_least(self, "padding", 0)
+        ints_at_least(self, "output_padding", 0)
+        ints_at_least(self, "kernel_size", 1)
+        ints_at_least(self, "channels", 1)
 
     def type_relation(self, x, w):
         tensor_type(self, x)

@@ -153,6 +153,16 @@ class ConstantOp(RelayOp):
     def type_relation(self):
         return self.attributes["value"].type
 
+    def verify_(self):
+        # literal ranges (issue 9): the shape must fit i64 and the element
+        # type have a storage type; dense_from_literal range-checks elements
+        from ....ir import types as T
+        t = self.attributes["value"].type
+        n = t.num_elements()
+        if n is None or n > T.MAX_ELEMENTS:
+            raise self.error(f"constant of type {t}: {'dynamic shape' if n is None else 'more elements than fit in i64'}")
+        super().verify_()
+
     def compute(self):
         return self.attributes["value"].array
 

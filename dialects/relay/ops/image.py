@@ -44,7 +44,7 @@ from ....ir.attrkinds import BOOL, FLOAT, FLOATS, INT, STR, enum, ints, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from ..layouts import Layout, LayoutError, convert_array
-from .base import OpPattern, RelayOp, tensor_type
+from .base import MAX_DIM, OpPattern, RelayOp, finite, tensor_type
 from .util import dtype_attr
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
@@ -143,7 +143,7 @@ class ResizeOp(ResizeBase):
         if len(roi) != 2 * self.NDIM:
             raise self.error(f"roi must have {2 * self.NDIM} values (the starts, then the ends), got {len(roi)}")
         scales = self.attributes.get("scales")
-        if scales is not None and (len(scales) != self.NDIM or min(scales) <= 0):
+        if scales is not None and (len(scales) != self.NDIM or not all(0 < s < float("inf") for s in scales)):
             raise self.error(f"scales must be {self.NDIM} positive numbers, got {list(scales)}")
         return super().type_relation(x)
 
@@ -171,8 +171,18 @@ class UpSamplingOp(ResizeBase):
              "align_corners": Attr(BOOL, False)}
     SCALES = ("scale_h", "scale_w")
 
+    def check_attrs(self):
+        for s in self.SCALES:
+            finite(self, s, positive=True)
+
     def out_sizes(self, ins):
-        return [None if d is None else int(round(d * self.attributes[s])) for d, s in zip(ins, self.SCALES)]
+        out = []
+        for d, s in zip(ins, self.SCALES):
+            v = None if d is None else d * self.attributes[s]
+            if v is not None and not v < MAX_DIM:
+                raise self.error(f"attribute '{s}' = {self.attributes[s]} makes an output size too large")
+            out.append(None if v is None else int(round(v)))
+        return out
 
     def params(self):
         a = self.attributes

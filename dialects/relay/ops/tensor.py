@@ -41,7 +41,7 @@ from ....ir import types as T
 from ....ir.attrkinds import BOOL, FLOAT, INT, STR, enum, ints, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
-from .base import OpPattern, RelayOp, same_dtype, tensor_type
+from .base import MAX_DIM, OpPattern, RelayOp, finite, same_dtype, tensor_type
 from .util import dims_match, dtype_attr, int_tensor, norm_axis, scalar_like, shape_text, unify_dim
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
@@ -107,9 +107,14 @@ class ArangeOp(RelayOp):
 
     def length(self):
         a = self.attributes
+        for k in ("start", "stop", "step"):
+            finite(self, k)
         if a["step"] == 0:
             raise self.error("step must be non-zero")
-        return max(0, math.ceil((a["stop"] - a["start"]) / a["step"]))
+        n = (a["stop"] - a["start"]) / a["step"]
+        if not (math.isfinite(n) and n < MAX_DIM):
+            raise self.error(f"arange from {a['start']} to {a['stop']} by {a['step']} has too many elements")
+        return max(0, math.ceil(n))
 
     def type_relation(self):
         return T.TensorType((self.length(),), dtype_attr(self))

@@ -39,7 +39,7 @@ from ....ir.attrkinds import INT, STR, enum, ints, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from ..layouts import Layout, LayoutError, convert_array
-from .base import OpPattern, RelayOp, broadcast_shapes, same_dtype, tensor_type
+from .base import MAX_RANK, OpPattern, RelayOp, broadcast_shapes, same_dtype, tensor_type
 from .util import (AXES, INT_OR_INTS, dims_match, inverse_perm, norm_axes, norm_axis, prod, shape_text,
                    unify_dim)
 
@@ -258,6 +258,8 @@ class ExpandDimsOp(RelayOp):
         axis, k = self.attributes["axis"], self.attributes["num_newaxis"]
         if k < 0:
             raise self.error(f"num_newaxis must be non-negative, got {k}")
+        if rank + k > MAX_RANK:
+            raise self.error(f"num_newaxis {k} would give a rank above {MAX_RANK}")
         if not -rank - 1 <= axis <= rank:
             raise self.error(f"axis {axis} is out of range for inserting into rank {rank}")
         axis = axis % (rank + 1)

@@ -499,6 +499,9 @@ class Outliner:
     def _outline_group(self, func, ops, dead_consts):
         from ....ir.attributes import SymbolRef
         root = ops[-1]
+        ops = _peel_projections(ops)
+        if len(ops) == 1 and stays_as_is(root):
+            return
         inside = set(ops)
         params, pindex = [], {}
         consts = []
@@ -583,6 +586,28 @@ class Outliner:
             name = f"{base}_{n}"
         self.taken.add(name)
         return name
+
+
+def _peel_projections(ops):
+    """The group without the ``get_item``s of tuples made outside it: those
+    stay in the caller and the kernel takes the projected tensor, so a
+    primitive function never has a tuple-typed parameter (which
+    --lower-relay-to-te could not lower).  A get_item of a get_item of an
+    outside tuple is peeled too."""
+    root = ops[-1]
+    peeled = set()
+    changed = True
+    while changed:
+        changed = False
+        inside = set(ops) - peeled
+        for op in ops:
+            if op is root or op in peeled or not isinstance(op, TupleGetItemOp):
+                continue
+            d = op.operands[0].defining_op()
+            if d is None or d not in inside:
+                peeled.add(op)
+                changed = True
+    return [op for op in ops if op not in peeled] if peeled else ops
 
 
 def stays_as_is(op) -> bool:

@@ -58,7 +58,7 @@ class ViewOpGraph(ModulePass):
     NAME = "view-op-graph"
     OP = "builtin.module"
     output: str = option("", "where the dot text goes: '' one <function>.dot per function, "
-                             "'-' stderr, else all in this file")
+                             "'-' stderr, else all in this file", path="write")
     print_attrs: bool = option(False, "show each op's attributes in its box")
     max_label_len: int = option(60, "cut labels longer than this many characters")
 
@@ -94,9 +94,9 @@ def write_graphs(graphs, output, loc=None):
 def _write(path, text, loc):
     from ....ir.diagnostics import DiagnosticError
     from ....ir.location import UNKNOWN
+    from ....ir.files import write_atomic
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_atomic(path, text)
     except OSError as e:
         raise DiagnosticError(loc or UNKNOWN, f"view-op-graph cannot write '{path}': {e.strerror}") from None
 

@@ -53,7 +53,7 @@ class QConfig:
     rounding: str = option("UPWARD", "requantize rounding: UPWARD or TONEAREST")
     percentile: float = option(0.99999, "the quantile of |x| taken as threshold for calibrate-mode=percentile")
     per_channel: bool = option(False, "a weight scale per output channel of conv2d / dense")
-    dataset: str = option("", "calibration data: a .npz file or a folder of them")
+    dataset: str = option("", "calibration data: a .npz file or a folder of them", path=True)
     realize_to: str = option("integer", "qnn: stop with qnn ops in the graph; integer: lower them to integer ops")
 
     def validate(self):
