@@ -29,6 +29,9 @@ import textwrap
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(__file__))
+from import_names import imported_names  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = "tvmd"
 
@@ -221,19 +224,7 @@ def _top_level_imports(path, mod, is_pkg):
     pkg = mod if is_pkg else mod.rpartition(".")[0]
     out = set()
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = pkg.split(".")
-                base = ".".join(parts[:len(parts) - (node.level - 1)])
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != PACKAGE:
-                continue
-            out.add(target)
-            out.update(f"{target}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.split(".")[0] == PACKAGE)
+        out.update(m for m in imported_names(node, pkg) if m.split(".")[0] == PACKAGE)
     return out
 
 

@@ -4,6 +4,10 @@ every module of the package outside tools/, relative imports resolved."""
 
 import ast
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from import_names import imported_names  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SKIP = {".venv", "build", "tests", "test", "bench", "examples", "docs", "tools", "__pycache__"}
@@ -27,18 +31,8 @@ def imported_modules(source, pkg):
     dotted names (``from .. import tools`` counts as ``tvmd.tools``)."""
     out = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            out.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = pkg.split(".")
-                base = ".".join(parts[:len(parts) - (node.level - 1)])
-                mod = f"{base}.{node.module}" if node.module else base
-            else:
-                mod = node.module
-            out.append(mod)
-            out.extend(f"{mod}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        out.extend(imported_names(node, pkg))
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             # importlib.import_module("tvmd.tools...") and lazy-import helpers
             v = node.args[0].value
             if isinstance(v, str) and v.startswith("tvmd."):
