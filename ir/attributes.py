@@ -85,11 +85,18 @@ class DialectAttr:
 class DenseAttr:
     """A constant tensor: a numpy array with its tensor type.
 
+    A splat (every element the same) is held as a 0-stride view of one
+    element (``np.broadcast_to``), so a splat of any size costs one element:
+    parsing, printing, hashing and comparing it never touch the full tensor.
+    Code that needs the elements in memory (``np.ascontiguousarray``) is
+    where the size limit applies: see check_constant_size.
+
     `key` names its blob in the resource section when it is printed there
-    (large constants are); it survives a round trip through text.
+    (large constants that are not splats are); it survives a round trip
+    through text.
     """
 
-    __slots__ = ("array", "type", "key", "_hash")
+    __slots__ = ("array", "type", "key", "_hash", "_splat")
 
     def __init__(self, array, type: TensorType | None = None, key: str | None = None):
         import numpy as np
@@ -97,42 +104,100 @@ class DenseAttr:
         array = np.asarray(array)
         if type is None:
             type = TensorType(array.shape, from_numpy_dtype(array.dtype))
+        if array.shape != type.shape:
+            array = np.broadcast_to(array, type.shape)
+        if _is_splat_view(array):
+            # convert one element, never the broadcast; a private copy so the
+            # caller's buffer cannot change the attribute
+            array = splat_array(array.flat[0], type.dtype, type.shape)
         else:
-            want = type.dtype
-            if array.dtype != want:
-                array = array.astype(want)
-            if array.shape != type.shape:
-                array = np.broadcast_to(array, type.shape)
-        if array.flags.writeable:
-            array = array.copy()
-            array.flags.writeable = False
+            if array.dtype != type.dtype:
+                array = array.astype(type.dtype)
+            if array.flags.writeable:
+                array = array.copy()
+                array.flags.writeable = False
         self.array = array
         self.type = type
         self.key = key
         self._hash = None
+        self._splat = None
+
+    @classmethod
+    def splat(cls, value, type: TensorType):
+        """The splat of `value` (converted to the element type) over `type`."""
+        return cls(splat_array(value, type.dtype, type.shape), type)
 
     def __eq__(self, other):
+        """Same type and the same elements; two splats compare their one
+        element's bytes, so a huge splat compares in O(1)."""
         if self is other:
             return True
-        return (isinstance(other, DenseAttr) and self.type is other.type
-                and hash(self) == hash(other) and bool((self.array == other.array).all()))
+        if not (isinstance(other, DenseAttr) and self.type is other.type and hash(self) == hash(other)):
+            return False
+        if self.is_splat() and other.is_splat():
+            return self.array.flat[0].tobytes() == other.array.flat[0].tobytes()
+        return bool((self.array == other.array).all())
 
     def __hash__(self):
+        """A splat hashes by (type, its element): never the full tensor's bytes."""
         if self._hash is None:
-            import hashlib
-            self._hash = hash((self.type, hashlib.blake2b(self.array.tobytes(), digest_size=16).digest()))
+            if self.is_splat():
+                self._hash = hash((self.type, "splat", self.array.flat[0].tobytes()))
+            else:
+                import hashlib
+                self._hash = hash((self.type, hashlib.blake2b(self.array.tobytes(), digest_size=16).digest()))
         return self._hash
 
     @property
     def size(self):
         return self.array.size
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes the elements take once materialised (a splat's view takes one element)."""
+        return self.array.size * self.array.dtype.itemsize
+
     def is_splat(self):
-        a = self.array
-        return a.size > 0 and bool((a == a.flat[0]).all())
+        """Whether the tensor has elements and all are bitwise the same.
+        O(1) for the splat representation (a 0-stride view); otherwise one
+        pass over the elements (after an O(1) reject on three of them), cached."""
+        s = self._splat
+        if s is None:
+            s = self._splat = _is_splat_view(self.array) or _all_same(self.array)
+        return s
 
     def __repr__(self):
-        return f"DenseAttr({self.type}, {self.array.size} elements)"
+        return f"DenseAttr({self.type}, {self.array.size} elements{', splat' if self.is_splat() else ''})"
+
+
+def _is_splat_view(a) -> bool:
+    """A non-empty array whose every stride is 0: one element seen everywhere."""
+    return a.size > 0 and not any(a.strides)
+
+
+def _all_same(a) -> bool:
+    import numpy as np
+    n = a.size
+    if n == 0:
+        return False
+    if n == 1:
+        return True
+    # compare bytes, not values: [0.0, -0.0] is not a splat, a NaN splat is
+    first = a.flat[0].tobytes()
+    if a.flat[n // 2].tobytes() != first or a.flat[n - 1].tobytes() != first:
+        return False
+    u = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(n, a.dtype.itemsize)
+    return bool((u == u[0]).all())
+
+
+def splat_array(value, dtype, shape):
+    """A read-only 0-stride view of `value` as `dtype` over `shape`: the
+    splat representation, one element of memory whatever the shape."""
+    import numpy as np
+    one = np.empty((), dtype)
+    with np.errstate(all="ignore"):
+        np.copyto(one, value, casting="unsafe")   # as np.full converts its fill value
+    return np.broadcast_to(one, tuple(shape))
 
 
 # -- printing -----------------------------------------------------------------
@@ -254,13 +319,42 @@ def print_dense(attr: DenseAttr, resource_key: str | None = None) -> str:
 
 
 def max_constant_bytes() -> int:
-    """The most bytes a dense literal may materialise: env
-    TVMD_MAX_CONSTANT_BYTES, default 512 MiB."""
+    """The most bytes one constant may take when it is materialised (folded,
+    bound by the executor): env TVMD_MAX_CONSTANT_BYTES, default 512 MiB.
+    Parsing and printing a splat materialise nothing, so any size is fine there."""
     import os
     try:
         return int(os.environ.get("TVMD_MAX_CONSTANT_BYTES", 512 << 20))
     except ValueError:
         return 512 << 20
+
+
+def tensor_bytes(t) -> int | None:
+    """The bytes a value of type `t` takes in memory (a tuple: its fields
+    together); None when that is not known (dynamic shape, no storage type)."""
+    from .types import TupleType
+    if isinstance(t, TupleType):
+        sizes = [tensor_bytes(f) for f in t.types]
+        return None if None in sizes else sum(sizes)
+    if not isinstance(t, ShapedType) or not t.is_static:
+        return None
+    try:
+        return t.num_elements() * t.dtype.itemsize
+    except TypeError:
+        return None
+
+
+def check_constant_size(t, loc, doing: str):
+    """Raise a located DiagnosticError when materialising a value of type `t`
+    would take more than max_constant_bytes(); `doing` names what would, e.g.
+    ``fold-constant: folding 'relay.add'``.  Called before the memory is
+    taken, so a huge constant is an error, never a MemoryError."""
+    n = tensor_bytes(t)
+    limit = max_constant_bytes()
+    if n is not None and n > limit:
+        from .diagnostics import DiagnosticError
+        raise DiagnosticError(loc, f"{doing} would materialise {n} bytes ({t}), more than the limit of "
+                                   f"{limit} (TVMD_MAX_CONSTANT_BYTES)")
 
 
 def _flat_literal(value, out):
@@ -319,7 +413,8 @@ def dense_from_literal(value, type: Type):
     """Build a DenseAttr from the parsed literal of ``dense<...>`` (a scalar
     splat or nested lists) and its tensor type; raises ValueError on a shape
     or value mismatch, on an element out of its type's range, on an element
-    type with no storage, and on a splat larger than max_constant_bytes()."""
+    type with no storage.  A splat literal is kept as a splat, whatever its
+    size."""
     import numpy as np
     if not isinstance(type, ShapedType) or not type.is_static:
         raise ValueError(f"dense attribute needs a static tensor type, got {type}")
@@ -345,11 +440,6 @@ def dense_from_literal(value, type: Type):
             else:
                 raise ValueError(f"dense literal has shape {list(arr.shape)}, type needs {list(type.shape)}")
     else:
-        nbytes = type.num_elements() * dtype.itemsize
-        limit = max_constant_bytes()
-        if nbytes > limit:
-            raise ValueError(f"dense splat of {type} would take {nbytes} bytes, more than the limit of "
-                             f"{limit} (TVMD_MAX_CONSTANT_BYTES)")
-        with np.errstate(all="ignore"):
-            arr = np.full(type.shape, value, dtype=dtype)
+        # a splat stays one element (see DenseAttr): no size limit here
+        return DenseAttr(splat_array(value, dtype, type.shape), type)
     return DenseAttr(arr, type)

@@ -2,7 +2,8 @@
 
 Values print under their users' names (``%x``), made unique within each
 isolated-from-above scope (``%x_1``); unnamed values are numbered ``%0, %1``.
-Large constants go to a resource section at the end of the file::
+Large constants that are not splats go to a resource section at the end of
+the file (a splat prints inline as ``dense<1.0>`` whatever its size)::
 
     {-#
       dialect_resources: {
@@ -23,7 +24,8 @@ from .attributes import UNIT, DenseAttr, print_attr, print_dense, print_key, pri
 from .core import BlockArgument, Operation, Region, Value
 from .traits import ISOLATED_FROM_ABOVE
 
-# Tensors with more elements than this print as resources, not literals.
+# Tensors with more elements than this print as resources, not literals
+# (splats excepted: they are always one literal element).
 INLINE_ELEMENTS = 16
 
 _VALID_NAME = re.compile(r"[A-Za-z_$.\-][\w$.\-]*\Z")
@@ -138,8 +140,10 @@ class Printer:
         return print_attr(v)
 
     def dense(self, a: DenseAttr) -> str:
-        """``dense<...>`` inline, or ``dense_resource<key>`` for a large one."""
-        if a.array.size <= self.inline_elements:
+        """``dense<...>`` inline, or ``dense_resource<key>`` for a large one.
+        A splat is always inline (``dense<1.0>``), whatever its size: a blob
+        would spell out every element."""
+        if a.array.size <= self.inline_elements or a.is_splat():
             return print_dense(a)
         key = self._resource_key.get(id(a))
         if key is None:

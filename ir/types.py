@@ -567,7 +567,11 @@ class _TypeParser:
                 m = re.compile(r"(\?|\d+)x").match(s, self.pos)
                 if not m:
                     break
-                shape.append(None if m.group(1) == "?" else int(m.group(1)))
+                digits = m.group(1)
+                if len(digits) > 19:   # more than any i64 has; int() of 4300+ digits raises
+                    raise TypeSyntaxError(f"dimension {digits[:24]}{'...' if len(digits) > 24 else ''} "
+                                          "does not fit in i64", self.pos)
+                shape.append(None if digits == "?" else int(digits))
                 self.pos = m.end()
             elem = self.type()
             scope = "global"
@@ -605,9 +609,11 @@ class _TypeParser:
         if not m:
             raise TypeSyntaxError(f"unknown type '{w}'", start)
         if m.group(1):
-            width = int(m.group(2))
+            digits = m.group(2)
+            width = int(digits) if len(digits) <= 4 else 0   # int() of 4300+ digits raises
             if not 1 <= width <= 128:
-                raise TypeSyntaxError(f"integer width {width} out of range", start)
+                raise TypeSyntaxError(f"integer width {digits[:24]}{'...' if len(digits) > 24 else ''} "
+                                      "out of range (1 to 128)", start)
             return IntegerType(width, m.group(1) == "ui")
         if w == "index":
             return index

@@ -28,7 +28,7 @@ from ..ir.diagnostics import DiagnosticError
 from ..ir.location import UNKNOWN, FileLoc, FusedLoc, NameLoc
 from ..ir.registry import get_op_class
 from ..ir.traits import ISOLATED_FROM_ABOVE
-from ..ir.types import (MAX_INT_LITERAL_DIGITS, FunctionType, Type, TupleType, TypeSyntaxError, incomplete,
+from ..ir.types import (FunctionType, Type, TupleType, TypeSyntaxError, incomplete,
                         parse_type)
 
 
@@ -241,8 +241,8 @@ class CoreBuilder:
                 if not name[0].isdigit():
                     results[0].name = name
                 return
-        items = [(m.group(1), int(m.group(2)) if m.group(2) else None, m.start())
-                 for m in _RESULT_NAME.finditer(tok)]
+        items = [(m.group(1), None if not m.group(2) else int(m.group(2)) if len(m.group(2)) < 19 else 1 << 63,
+                  m.start()) for m in _RESULT_NAME.finditer(tok)]
         total = sum(1 if n is None else n for _, n, _ in items)
         if total != len(results):
             raise self.err(tok, f"operation defines {len(results)} result(s) but {total} name(s) were given")
@@ -486,13 +486,8 @@ CoreBuilder.yield_op = lambda self, c: _terminator(self, c, "yield")
 # -- declarative assembly formats (ir/assembly_format.py) ------------------------
 
 def _int_literal(self, tok):
-    """The int an INT token denotes; one longer than MAX_INT_LITERAL_DIGITS
-    digits is an error (no type holds it, and Python would refuse to print it)."""
+    """The int an INT token denotes (the lexer has bounded its length)."""
     s = str(tok)
-    digits = len(s) - (s[0] == "-") - (2 if "x" in s else 0)
-    if digits > MAX_INT_LITERAL_DIGITS:
-        raise self.err(tok, f"integer literal of {digits} digits is too long "
-                            f"(at most {MAX_INT_LITERAL_DIGITS})")
     return int(s, 16) if "x" in s else int(s)
 
 

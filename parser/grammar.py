@@ -146,6 +146,20 @@ class _Depth:
         self.depth -= 1
         return tok
 
+    def int_literal(self, tok):
+        """Bound an integer literal's length at the lexer, before anything
+        converts it: no type holds more than MAX_INT_LITERAL_DIGITS digits,
+        and Python refuses int() of over 4300."""
+        from ..ir.types import MAX_INT_LITERAL_DIGITS
+        s = str(tok)
+        digits = len(s) - (s[0] == "-") - (2 if "x" in s else 0)
+        if digits > MAX_INT_LITERAL_DIGITS:
+            from ..ir.diagnostics import DiagnosticError
+            from ..ir.location import FileLoc
+            raise DiagnosticError(FileLoc(self.filename, tok.line + self.line_offset, tok.column),
+                                  f"integer literal of {digits} digits is too long (at most {MAX_INT_LITERAL_DIGITS})")
+        return tok
+
 
 class Parser:
     def __init__(self):
@@ -159,6 +173,7 @@ class Parser:
         self.depth = _Depth()
         callbacks = {n: self.depth.open for n in _OPEN}
         callbacks.update({n: self.depth.close for n in _CLOSE})
+        callbacks["INT"] = self.depth.int_literal
         self.text = grammar_text(mods, rules)
         from .lexer import FastContextualLexer
         from lark.exceptions import GrammarError

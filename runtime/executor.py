@@ -32,6 +32,7 @@ from ..dialects.relay.ops import control as relay_control
 from ..dialects.relay.ops import function as relay
 from ..dialects.tir import ops as tir
 from ..ir import types as T
+from ..ir.attributes import check_constant_size
 from .ndarray import as_aligned, empty_aligned
 
 
@@ -87,6 +88,8 @@ class RelayEvaluator:
         if isinstance(op, relay.ConstantOp):
             a = self._constants.get(op)
             if a is None:
+                # kernels take it materialised: past the limit, an error at the op
+                check_constant_size(op.results[0].type, op.loc, f"binding '{op.name}'")
                 a = self._constants[op] = op.compute()
             return a
         if isinstance(op, relay.CallOp):

@@ -32,6 +32,7 @@ from ..dialects.relay.ops import control as relay_control
 from ..dialects.relay.ops import function as relay
 from ..dialects.tir import ops as tir
 from ..ir import types as T
+from ..ir.attributes import check_constant_size
 from .ndarray import ALIGN, as_aligned, empty_aligned
 
 _NOT_STRAIGHT = (relay_control.IfOp, relay_adt.MatchOp, relay_closure.FnOp, relay_closure.FuncRefOp,
@@ -117,6 +118,9 @@ class Program:
             slot[r] = len(slot)
             reads = list(op.operands)
             if isinstance(op, relay.ConstantOp):
+                # binding materialises the constant (a splat is one element
+                # until here): past the limit it is an error at the op
+                check_constant_size(r.type, op.loc, f"binding '{op.name}'")
                 a = np.ascontiguousarray(op.compute())
                 if isinstance(r.type, T.TensorType) and r.type.is_static and a.shape != tuple(r.type.shape) \
                         and a.size == int(np.prod(r.type.shape, dtype=np.int64)):

@@ -277,8 +277,8 @@ class Driver(ToolDriver):
         except DiagnosticError as e:
             self.report(e)
             return 1
-        except Exception as e:   # a bug, or a missing GPU stack: a message, not a traceback
-            report_internal_error(e, "error")
+        except Exception as e:   # a bug: one line saying where, not a traceback
+            report_internal_error(e)
             return 1
 
     def load_onnx(self, o, cl):

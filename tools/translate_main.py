@@ -197,6 +197,8 @@ def import_onnx(o, cl):
         raise cl.error(o.input_index, f"could not open input file '{path}': no such file")
     if os.path.isdir(path):
         raise cl.error(o.input_index, f"could not open input file '{path}': it is a directory")
+    if os.path.getsize(path) == 0:    # onnx.load reads 0 bytes as an empty, valid ModelProto
+        raise DiagnosticError(UNKNOWN, f"'{path}' is not an ONNX model: empty file")
     try:
         import onnx
     except ImportError:

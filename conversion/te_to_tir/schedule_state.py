@@ -168,7 +168,11 @@ class Schedule:
         st = pairs[0][0]
         if any(s is not st for s, _ in pairs):
             raise op.error("axes belong to different stages")
-        return st, [iv for _, iv in pairs]
+        ivs = [iv for _, iv in pairs]
+        for k, iv in enumerate(ivs):
+            if iv in ivs[:k]:   # tile %j, %j / reorder %i, %i: each axis once
+                raise op.error(f"axis '{iv.name}' is given more than once")
+        return st, ivs
 
     # -- the ops -------------------------------------------------------------------
 

@@ -26,13 +26,20 @@ from .errors import OnnxImportError, StaticValueRequired, UnsupportedOpError  # 
 
 
 def load_model(model):
-    """A ModelProto from a ModelProto, a path or serialized bytes."""
+    """A ModelProto from a ModelProto, a path or serialized bytes; an
+    empty file is an OnnxImportError (onnx reads it as an empty model)."""
     import os
     if isinstance(model, (str, os.PathLike)):
         import onnx
+        if os.path.isfile(model) and os.path.getsize(model) == 0:
+            from ...ir.location import UNKNOWN
+            raise OnnxImportError(UNKNOWN, f"'{os.fspath(model)}' is not an ONNX model: empty file")
         return onnx.load(os.fspath(model))
     if isinstance(model, (bytes, bytearray)):
         import onnx
+        if not model:
+            from ...ir.location import UNKNOWN
+            raise OnnxImportError(UNKNOWN, "not an ONNX model: no bytes")
         return onnx.load_from_string(bytes(model))
     return model
 

@@ -38,9 +38,82 @@ def to_onnx(t) -> int | None:
     return _TVMD_TO_ONNX.get(t)
 
 
-def tensor_to_numpy(tensor):
+INT64_MAX = 2 ** 63 - 1
+
+# the typed field a TensorProto of each supported element type keeps its
+# values in when it has no raw_data (the others: int32_data, one per element)
+_TYPED_FIELD = {1: "float_data", 7: "int64_data", 11: "double_data", 12: "uint64_data", 13: "uint64_data"}
+
+
+def elem_type_problem(elem_type: int) -> str | None:
+    """What makes an element type code invalid (as opposed to merely
+    unsupported), or None."""
+    if elem_type == 0:
+        return "no element type (UNDEFINED)"
+    if elem_type not in _ONNX_NAMES:
+        return f"an unknown element type {elem_type}"
+    return None
+
+
+def dims_problem(dims) -> str | None:
+    """What is wrong with dims (ints, or names / None for dimensions not
+    known statically): a negative one, or more elements than int64 counts
+    (which no buffer could hold), or None."""
+    dims = [int(d) if isinstance(d, int) else (d or "?") for d in dims]
+    static = [d for d in dims if isinstance(d, int)]
+    if any(d < 0 for d in static):
+        return f"has a negative dimension in {_dims_text(dims)}"
+    n = 1
+    for d in static:
+        n *= d
+    if n > INT64_MAX:
+        return f"has dims {_dims_text(dims)}: {n} elements, more than int64 can count"
+    return None
+
+
+def _dims_text(dims) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def tensor_problem(tensor) -> str | None:
+    """What makes a TensorProto's data unreadable, or None: bad dims, data
+    not loaded from an external file, data whose length disagrees with the
+    dims.  Only checked for the element types tvmd holds."""
+    p = elem_type_problem(tensor.data_type)
+    if p is not None:
+        return f"has {p}"
+    p = dims_problem(tensor.dims)
+    if p is not None:
+        return p
+    if tensor.data_location == 1:    # TensorProto.EXTERNAL: onnx.load(path) loads it into raw_data
+        return "keeps its data in an external file, which was not loaded"
+    et = to_tvmd(tensor.data_type)
+    if et is None:
+        return None
+    dims = [int(d) for d in tensor.dims]
+    n = 1
+    for d in dims:
+        n *= d
+    if tensor.HasField("raw_data"):
+        want = n * T.to_numpy_dtype(et).itemsize
+        if len(tensor.raw_data) != want:
+            return (f"has dims {_dims_text(dims)} ({n} elements, {want} bytes of "
+                    f"{onnx_type_name(tensor.data_type)}) but its raw_data holds {len(tensor.raw_data)} bytes")
+        return None
+    field = _TYPED_FIELD.get(tensor.data_type, "int32_data")
+    got = len(getattr(tensor, field))
+    if got != n:
+        return f"has dims {_dims_text(dims)} ({n} elements) but its {field} holds {got} values"
+    return None
+
+
+def tensor_to_numpy(tensor, error):
     """A TensorProto's data as a numpy array (raw or typed fields, external
-    data already loaded by onnx.load)."""
+    data already loaded by onnx.load); a tensor whose data cannot be read
+    raises ``error(message)``, the message saying what is wrong."""
+    p = tensor_problem(tensor)
+    if p is not None:
+        raise error(p)
     from onnx import numpy_helper
     return numpy_helper.to_array(tensor)
 
@@ -56,6 +129,17 @@ def value_info_type(vi):
     if not tt.HasField("shape"):
         return tt.elem_type, None
     dims = []
-    for d in tt.shape.dim:
+    for d in tt.shape.dim:     # (a negative dim_value: see value_info_problem)
         dims.append(d.dim_value if d.WhichOneof("value") == "dim_value" and d.dim_value >= 0 else None)
     return tt.elem_type, tuple(dims)
+
+
+def value_info_problem(vi) -> str | None:
+    """What is wrong with a tensor ValueInfoProto's declared shape (a
+    negative or overflowing static dimension), or None; symbolic and
+    unknown dimensions are fine."""
+    t = vi.type
+    if t.WhichOneof("value") != "tensor_type" or not t.tensor_type.HasField("shape"):
+        return None
+    return dims_problem([d.dim_value if d.WhichOneof("value") == "dim_value" else (d.dim_param or None)
+                         for d in t.tensor_type.shape.dim])

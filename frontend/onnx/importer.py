@@ -20,7 +20,8 @@ from __future__ import annotations
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from ...ir.location import NameLoc
-from .dtypes import onnx_type_name, tensor_to_numpy, to_tvmd, value_info_type
+from .dtypes import (elem_type_problem, onnx_type_name, tensor_problem, tensor_to_numpy, to_tvmd,
+                     value_info_problem, value_info_type)
 from .errors import OnnxImportError, UnsupportedOpError
 
 # Outputs of all-constant nodes up to this many elements are folded.
@@ -40,23 +41,26 @@ def model_opsets(model, opset=None) -> dict[str, int]:
 
 
 class _Schemas:
-    """since_version of each (domain, op_type) at the model's opsets, cached."""
+    """The OpSchema of each (domain, op_type) at the model's opsets, cached."""
 
     def __init__(self, opsets):
         self.opsets = opsets
         self.cache = {}
 
-    def version(self, domain, op_type):
+    def schema(self, domain, op_type):
+        """The schema in use, or None for an op ONNX does not define."""
         key = (domain, op_type)
-        v = self.cache.get(key)
-        if v is None:
+        if key not in self.cache:
             import onnx.defs
             try:
-                v = onnx.defs.get_schema(op_type, self.opsets.get(domain, 1), domain).since_version
+                self.cache[key] = onnx.defs.get_schema(op_type, self.opsets.get(domain, 1), domain)
             except onnx.defs.SchemaError:
-                v = -1
-            self.cache[key] = v
-        return v
+                self.cache[key] = None
+        return self.cache[key]
+
+    def version(self, domain, op_type):
+        s = self.schema(domain, op_type)
+        return s.since_version if s is not None else -1
 
 
 class GraphImporter:
@@ -80,6 +84,7 @@ class GraphImporter:
         self.expansions = 0       # function bodies expanded so far (for unique names)
         self.current_schemas = None   # the opsets of the node being converted
         self.param_inputs = []    # the graph inputs that became @main's parameters, in order
+        self.checked_graphs = {}  # id -> subgraph that check_graph accepted
 
     # -- the whole graph -----------------------------------------------------
 
@@ -92,6 +97,8 @@ class GraphImporter:
         from ...ir.verifier import verify
         from .context import ConvertContext
 
+        self.check_model()
+        check_graph(self.graph, self.graph_loc())
         self.check_supported()
         graph = self.graph
         self.initializers = {t.name: t for t in graph.initializer}
@@ -117,6 +124,35 @@ class GraphImporter:
     def graph_loc(self):
         return NameLoc(self.graph.name or "graph")
 
+    def check_model(self):
+        """A model has a graph with outputs and imports opsets the
+        converters know: the default domain's from 1 to the newest the
+        installed onnx defines (converters select by schema version, so
+        a newer opset would silently convert as the newest known)."""
+        import onnx.defs
+        if not self.model.HasField("graph"):
+            raise OnnxImportError(self.graph_loc(), "not an ONNX model: it has no graph (an empty file?)")
+        if not self.graph.output:
+            raise OnnxImportError(self.graph_loc(), f"graph '{self.graph.name}' has no outputs")
+        for t in self.graph.initializer:     # all, used or not: reading the lengths costs nothing
+            p = tensor_problem(t)
+            if p is not None:
+                raise _bad_initializer(t, p)
+        for kind, vis in (("input", self.graph.input), ("output", self.graph.output)):
+            for vi in vis:
+                p = value_info_problem(vi) if vi.name not in self.shape else None
+                if p is not None:
+                    raise OnnxImportError(self.graph_loc(), f"graph {kind} '{vi.name}' {p}")
+        top = onnx.defs.onnx_opset_version()
+        for domain, v in self.opsets.items():
+            name = domain or "ai.onnx"
+            if v < 1:
+                raise OnnxImportError(self.graph_loc(), f"invalid opset version {v} of domain '{name}': "
+                                                        f"opset versions start at 1")
+            if domain == "" and v > top:
+                raise OnnxImportError(self.graph_loc(), f"unsupported opset version {v} of domain '{name}': "
+                                                        f"the importer supports opsets 1 to {top}")
+
     def check_supported(self):
         """Every op type has a converter or a function body, or one error
         naming them all."""
@@ -125,7 +161,7 @@ class GraphImporter:
         missing = {}
         for node in self.graph.node:
             if not has_converter(node.domain, node.op_type) and not has_body(self, node):
-                missing.setdefault(node.op_type, node)
+                missing.setdefault(_op_name(node), node)
         if not missing:
             return
         first = next(iter(missing.values()))
@@ -134,10 +170,10 @@ class GraphImporter:
                  for op, n in list(missing.items())[1:6]]
         raise UnsupportedOpError(self.node_loc(first),
                                  f"{_describe(first)}: unsupported ONNX op type{'s' if len(missing) > 1 else ''}: "
-                                 f"{names}", sorted(missing), "no converter", notes)
+                                 f"{names}", sorted({n.op_type for n in missing.values()}), "no converter", notes)
 
     def node_loc(self, node):
-        return NameLoc(node.name or (node.output[0] if node.output else node.op_type))
+        return NameLoc(_name(node))
 
     # -- inputs and outputs ----------------------------------------------------
 
@@ -178,6 +214,9 @@ class GraphImporter:
             et = dt if isinstance(dt, T.Type) else T.from_dtype_name(str(dt))
         else:
             et = to_tvmd(elem)
+            p = elem_type_problem(elem)
+            if p is not None:
+                raise OnnxImportError(self.graph_loc(), f"graph input '{name}' has {p}")
             if et is None:
                 self.bad_inputs[name] = f"{onnx_type_name(elem)} tensors"
                 return None
@@ -218,11 +257,11 @@ class GraphImporter:
 
     def initializer_array(self, tensor):
         import numpy as np
-        from .dtypes import to_tvmd as elem_ok
-        if elem_ok(tensor.data_type) is None:
+        p = elem_type_problem(tensor.data_type)
+        if p is None and to_tvmd(tensor.data_type) is None:
             self.bad_inputs[tensor.name] = f"{onnx_type_name(tensor.data_type)} tensors"
             return None
-        return np.asarray(tensor_to_numpy(tensor))
+        return np.asarray(tensor_to_numpy(tensor, lambda m: _bad_initializer(tensor, m)))
 
     def value(self, name, node=None):
         """The relay value of ONNX tensor `name`, read by `node` (None: a
@@ -276,13 +315,14 @@ class GraphImporter:
         loc = self.node_loc(proto)
         domain = normalize_domain(proto.domain)
         version = schemas.version(domain, proto.op_type)
+        check_node(proto, schemas.schema(domain, proto.op_type), loc)
         fn = lookup(domain, proto.op_type, version if version > 0 else 10 ** 6)
         if fn is None:
             if self.expand_function(proto, domain, schemas):
                 return
             from .registry import has_converter
             if not has_converter(domain, proto.op_type):
-                raise UnsupportedOpError(loc, f"{_describe(proto)}: unsupported ONNX op type: {proto.op_type}",
+                raise UnsupportedOpError(loc, f"{_describe(proto)}: unsupported ONNX op type: {_op_name(proto)}",
                                          [proto.op_type], "no converter")
             raise UnsupportedOpError(loc, f"{_describe(proto)}: unsupported: version {version} of the op "
                                           f"(opset {schemas.opsets.get(domain)})", [proto.op_type],
@@ -305,6 +345,13 @@ class GraphImporter:
             if not d.message.startswith("node '"):
                 d.message = f"{node.describe()}: {d.message}"
             raise
+        except (MemoryError, ValueError) as e:
+            # a constant the size of a huge declared shape (a Dropout mask, an
+            # EyeLike) that numpy cannot allocate, or cannot even count the bytes of
+            if isinstance(e, ValueError) and "array is too big" not in str(e):
+                raise
+            raise UnsupportedOpError(loc, f"{node.describe()}: unsupported: it needs a constant too large "
+                                          f"to build", [node.op_type], "a constant too large") from None
         finally:
             self.current_schemas = saved_schemas
 
@@ -319,6 +366,9 @@ class GraphImporter:
         if len(inputs) != len(graph.input):
             raise OnnxImportError(cx.loc, f"{node.describe()}: its subgraph '{graph.name}' takes "
                                           f"{len(graph.input)} input(s), given {len(inputs)}")
+        if id(graph) not in self.checked_graphs:     # once, not per unrolled iteration
+            check_graph(graph, cx.loc, lambda name: name in self.values or name in self.initializers)
+            self.checked_graphs[id(graph)] = graph   # (held, so that the id is not reused)
         saved_values, saved_builder, saved_inits = dict(self.values), cx.builder, self.initializers
         self.initializers = dict(saved_inits, **{t.name: t for t in graph.initializer})
         for vi, v in zip(graph.input, inputs):
@@ -389,13 +439,105 @@ class GraphImporter:
         return self.cx.const(arr, t.element_type, key=name)
 
 
+def check_node(proto, schema, loc):
+    """A node agrees with its op's schema (when ONNX defines the op): no
+    more inputs and outputs than the op has, every required input named
+    ("" omits an optional input only), every required attribute given,
+    each attribute of the type the schema says.  Converters rely on this."""
+    if schema is None:
+        return
+    from onnx import AttributeProto
+    from onnx.defs import OpSchema
+    who = _describe(proto)
+    inputs = list(proto.input)
+    while inputs and not inputs[-1]:
+        inputs.pop()          # trailing optional inputs left out
+    if len(inputs) > schema.max_input:
+        raise OnnxImportError(loc, f"{who}: takes at most {schema.max_input} input(s), given {len(inputs)}")
+    formal = schema.inputs
+    for i in range(max(len(inputs), schema.min_input)):
+        if i < len(inputs) and inputs[i]:
+            continue
+        p = formal[min(i, len(formal) - 1)]
+        if p.option != OpSchema.FormalParameterOption.Optional:
+            raise OnnxImportError(loc, f"{who}: required input {i} ('{p.name}') is missing"
+                                       f"{' (its name is empty)' if i < len(proto.input) else ''}")
+    if not schema.min_output <= len(proto.output) <= schema.max_output:
+        raise OnnxImportError(loc, f"{who}: has {len(proto.output)} output(s); the op has "
+                                   f"{schema.min_output} to {schema.max_output}")
+    given = {a.name: a for a in proto.attribute}
+    for name, a in schema.attributes.items():
+        if a.required and name not in given:
+            raise OnnxImportError(loc, f"{who}: required attribute '{name}' is missing")
+        got = given.get(name)
+        if got is not None and got.type != AttributeProto.UNDEFINED and got.type != int(a.type):
+            raise OnnxImportError(loc, f"{who}: attribute '{name}' must be {a.type.name}, got "
+                                       f"{AttributeProto.AttributeType.Name(got.type)}")
+
+
+def check_graph(graph, loc, visible=lambda name: False):
+    """A graph is in SSA form and in topological order: its inputs,
+    initializers and node outputs are named once each (an initializer may
+    repeat an input: old models list weights as inputs), each node reads
+    names defined before it (or `visible` from an enclosing graph), its
+    outputs are named once."""
+    what = f"graph '{graph.name}'" if graph.name else "the graph"
+    defined = {}      # name -> what defines it
+    for vi in graph.input:
+        if vi.name in defined:
+            raise OnnxImportError(loc, f"{what} lists input '{vi.name}' twice")
+        defined[vi.name] = "a graph input"
+    inits = set()
+    for t in graph.initializer:
+        if t.name in inits:
+            raise OnnxImportError(loc, f"{what} has two initializers named '{t.name}'")
+        inits.add(t.name)
+        defined.setdefault(t.name, "an initializer")
+    producer = {o: n for n in graph.node for o in n.output if o}
+    for n in graph.node:
+        for name in n.input:
+            if name and name not in defined and not visible(name):
+                later = producer.get(name)
+                if later is None:
+                    raise OnnxImportError(NameLoc(_name(n)), f"{_describe(n)}: input '{name}' is not defined by "
+                                                             f"any earlier node, initializer or graph input")
+                raise OnnxImportError(NameLoc(_name(n)), f"{_describe(n)}: input '{name}' is produced by "
+                                                         f"{_describe(later)}, which comes later: nodes must be "
+                                                         f"in topological order (is there a cycle?)")
+        for name in n.output:
+            if name in defined:
+                raise OnnxImportError(NameLoc(_name(n)), f"{_describe(n)}: output '{name}' is already defined "
+                                                         f"by {defined[name]}")
+            if name:
+                defined[name] = _describe(n)
+    seen = set()
+    for vi in graph.output:
+        if vi.name in seen:
+            raise OnnxImportError(loc, f"{what} lists output '{vi.name}' twice")
+        seen.add(vi.name)
+
+
 def _is_constant(v) -> bool:
     d = v.defining_op()
     return d is not None and d.name == "relay.constant"
 
 
+def _bad_initializer(tensor, problem):
+    return OnnxImportError(NameLoc(tensor.name), f"initializer '{tensor.name}' {problem}")
+
+
+def _op_name(node) -> str:
+    """The op type, qualified by its domain outside the default one."""
+    from .registry import normalize_domain
+    return f"{node.domain}.{node.op_type}" if normalize_domain(node.domain) else node.op_type
+
+
+def _name(node) -> str:
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
 def _describe(node) -> str:
-    return f"node '{node.name or (node.output[0] if node.output else node.op_type)}' ({node.op_type})"
+    return f"node '{_name(node)}' ({node.op_type})"
 
 
 def parse_attributes(proto) -> dict:

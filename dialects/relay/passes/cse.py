@@ -105,10 +105,9 @@ def op_key(op, functions):
             return None
     types = tuple(r.type for r in op.results)
     if isinstance(op, ConstantOp):
-        import hashlib
-        a = op.attributes["value"]
-        digest = hashlib.blake2b(a.array.tobytes(), digest_size=16).digest()
-        return (op.name, types, a.type, digest)
+        # a DenseAttr hashes by content, a splat by its one element (never
+        # written out in full)
+        return (op.name, types, op.attributes["value"])
     # values hash by identity; the key holds them, so no id is ever reused
     operands = tuple(op.operands)
     if COMMUTATIVE in op.traits and len(operands) == 2 and id(operands[1]) < id(operands[0]):

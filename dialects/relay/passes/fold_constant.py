@@ -12,7 +12,14 @@ block nested in it (``if`` / ``match`` branches, closures), in SSA order:
 * ``shape_of`` and ``ndarray_size`` of a value whose type is static fold
   even when the value is not constant: only its type matters;
 * a creation op with no operands (``zeros``, ``arange``, ...) folds when its
-  result has at most ``MAX_CREATED`` elements.
+  result has at most ``MAX_CREATED`` elements;
+* an elementwise op (pattern elemwise or broadcast) of splats folds to a
+  splat, computed on one element of each operand, so it costs nothing
+  whatever the size.
+
+Any other folding whose result would take more than max_constant_bytes()
+(env ``TVMD_MAX_CONSTANT_BYTES``, ir/attributes.py) is an error at the op,
+raised before the evaluation allocates anything.
 
 Because the sweep runs in order, a folded result feeds the folding of the
 ops after it, so whole constant subgraphs (a weight's layout_transform, a
@@ -144,14 +151,53 @@ def _static(t):
 def constant_ops_for(op, consts):
     """New ops holding op's value on the constants `consts` (a constant, or
     constants and a tuple for a tuple value), last one the value; None when
-    the evaluation fails."""
+    the evaluation fails.  An elementwise op of splats folds to a splat at no
+    cost; any other value larger than max_constant_bytes() is an error at
+    the op, raised before anything is evaluated."""
+    from ....ir.attributes import check_constant_size
     from ....ir.diagnostics import DiagnosticError
     from ..interpreter import evaluate_op
-    try:
-        value = evaluate_op(op, [c.attributes["value"].array for c in consts])
-    except DiagnosticError:
-        return None
+    value = splat_value(op, consts)
+    if value is None:
+        check_constant_size(op.results[0].type, op.loc, f"fold-constant: folding '{op.name}'")
+        try:
+            value = evaluate_op(op, [c.attributes["value"].array for c in consts])
+        except DiagnosticError:
+            return None
     return value_ops(op, value, op.results[0].type, consts)
+
+
+def splat_value(op, consts):
+    """op's value as a splat when op is elementwise (pattern ELEMWISE or
+    BROADCAST, its result shape the broadcast of its operands' shapes) and
+    every operand is a splat: the op runs on one element of each (shape
+    1x...x1, so numpy's type rules are those of the full arrays) and the
+    result is broadcast back, which is exactly the full evaluation.  None
+    when that does not apply or the one-element evaluation fails (the full
+    evaluation then decides)."""
+    import numpy as np
+
+    from ....ir.types import TensorType
+    from ..ops.base import OpPattern
+    t = op.results[0].type
+    if op.PATTERN > OpPattern.BROADCAST or not consts or type(t) is not TensorType:
+        return None
+    attrs = [c.attributes["value"] for c in consts]
+    if not all(a.is_splat() for a in attrs):
+        return None
+    try:
+        if np.broadcast_shapes(*(a.array.shape for a in attrs)) != tuple(t.shape):
+            return None
+    except ValueError:
+        return None
+    ones = [a.array[(slice(0, 1),) * a.array.ndim] for a in attrs]
+    try:
+        out = np.asarray(op.compute(*ones))
+    except Exception:   # the full evaluation reports it, or leaves the op
+        return None
+    if out.size != 1 or out.dtype != t.dtype:
+        return None
+    return np.broadcast_to(out.reshape(()), tuple(t.shape))
 
 
 def value_ops(op, value, t, consts, suffix=""):

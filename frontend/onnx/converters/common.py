@@ -88,9 +88,13 @@ def reshape(cx, x, shape):
 
 
 def onnx_dtype(cx, elem_type, what="dtype"):
-    """The tvmd type of an ONNX element type attribute, or unsupported."""
-    from ..dtypes import onnx_type_name, to_tvmd
+    """The tvmd type of an ONNX element type attribute; an invalid code
+    is an error, a valid one tvmd does not hold unsupported."""
+    from ..dtypes import elem_type_problem, onnx_type_name, to_tvmd
     t = to_tvmd(int(elem_type))
+    p = elem_type_problem(int(elem_type))
+    if p is not None:
+        raise cx.error(f"{what}: {p}")
     if t is None:
         raise cx.unsupported(f"{what} {onnx_type_name(int(elem_type))}")
     return t

@@ -11,8 +11,8 @@ unrolled recurrent layers: a Scan over its static sequence length, a Loop
 over a trip count known at import time (a constant, or a graph input's
 value the backend binds) while a condition known at import time holds.
 The body's scan outputs are stacked; a loop whose condition depends on
-run-time data, or that would run more than MAX_UNROLL iterations, is
-unsupported.
+run-time data, or that would run more than MAX_UNROLL iterations (a
+static trip count included), is unsupported, as is a longer scan.
 """
 
 from __future__ import annotations
@@ -161,6 +161,8 @@ def scan_v8(cx, node):
     k = len(body.output) - n
     dirs = node.attr("directions") or [0] * m
     batch = cx.static_shape(inputs[0])[0]
+    if batch > MAX_UNROLL:
+        raise cx.unsupported(f"a scan over a batch of {batch} (unrolled, at most {MAX_UNROLL})")
     if lens is not None:
         lv = cx.static(lens)
         seq = cx.static_shape(inputs[n])[1]
@@ -186,6 +188,8 @@ def loop(cx, node):
     trip = None
     if trip_v is not None:
         trip = int(cx.static_value(trip_v, "trip count M").reshape(-1)[0])
+        if trip > MAX_UNROLL and cond_v is None:   # no condition to stop it earlier: say so now
+            raise cx.unsupported(f"a loop of {trip} iterations (unrolled, at most {MAX_UNROLL})")
     limit = trip if trip is not None else MAX_UNROLL
     cond = cond_v if cond_v is not None else cx.const(True)
     collected = [[] for _ in range(k)]
@@ -196,8 +200,9 @@ def loop(cx, node):
             raise cx.unsupported("a loop condition computed at run time")
         if not bool(np.asarray(c).reshape(-1)[0]) or i >= limit:
             break
-        if trip is None and i >= MAX_UNROLL:
-            raise cx.unsupported(f"a loop of more than {MAX_UNROLL} iterations (unrolled)")
+        if i >= MAX_UNROLL:     # a static trip count too: a while loop's M is often INT64_MAX
+            raise cx.unsupported(f"a loop of more than {MAX_UNROLL} iterations (unrolled"
+                                 f"{'' if trip is None else f'; trip count M is {trip}'})")
         outs = cx.importer.convert_subgraph(body, inputs=[cx.const(i, T.i64), cond] + carried)
         cond, carried = outs[0], outs[1:1 + n]
         for j in range(k):

@@ -18,14 +18,14 @@ from .common import onnx_dtype
 def constant(cx, node):
     import numpy as np
 
-    from ..dtypes import tensor_to_numpy, to_tvmd
+    from ..dtypes import elem_type_problem, tensor_to_numpy, to_tvmd
     a = node.attrs
     if "value" in a:
         t = a["value"]
-        if to_tvmd(t.data_type) is None:
+        if to_tvmd(t.data_type) is None and elem_type_problem(t.data_type) is None:
             from ..dtypes import onnx_type_name
             raise cx.unsupported(f"{onnx_type_name(t.data_type)} constants")
-        arr = tensor_to_numpy(t)
+        arr = tensor_to_numpy(t, lambda m: cx.error(f"its 'value' tensor {m}"))
     elif "value_float" in a:
         arr = np.array(a["value_float"], dtype=np.float32)
     elif "value_floats" in a:
@@ -48,10 +48,14 @@ def constant_of_shape(cx, node):
     """full(value) of the given shape; the value defaults to float 0."""
     import numpy as np
 
-    from ..dtypes import tensor_to_numpy
+    from ..dtypes import elem_type_problem, tensor_to_numpy, to_tvmd
     shape = cx.static_ints(node.input(0), "shape")
     t = node.attr("value")
-    value = tensor_to_numpy(t).reshape(-1) if t is not None else np.zeros(1, np.float32)
+    if t is not None and to_tvmd(t.data_type) is None and elem_type_problem(t.data_type) is None:
+        from ..dtypes import onnx_type_name
+        raise cx.unsupported(f"{onnx_type_name(t.data_type)} values")
+    value = (tensor_to_numpy(t, lambda m: cx.error(f"its 'value' tensor {m}")).reshape(-1) if t is not None
+             else np.zeros(1, np.float32))
     if value.size != 1:
         raise cx.error("value must hold one element")
     from ....ir import types as T

@@ -145,7 +145,10 @@ def cast(cx, node):
     to = node.attr("to")
     if isinstance(to, str):   # opset 1-5 named the type
         from onnx import TensorProto
-        to = TensorProto.DataType.Value(to.upper())
+        try:
+            to = TensorProto.DataType.Value(to.upper())
+        except ValueError:
+            raise cx.error(f"'to' names an unknown element type '{to}'") from None
     return cx.cast(node.input(0), onnx_dtype(cx, to, "cast to"))
 
 

@@ -1,5 +1,5 @@
 """Recurrent layers: LSTM, GRU, RNN, unrolled over the static sequence
-length as TVM's frontend did.
+length (up to MAX_STEPS) as TVM's frontend did.
 
 Per direction the input projection of every time step is one nn.dense over
 the flattened sequence; each step then adds the recurrent projection
@@ -14,6 +14,12 @@ from __future__ import annotations
 
 from ..registry import converter
 from .shape import strided_slice
+
+# The longest sequence unrolled.  A step is about twenty relay ops, built in
+# linear time, so this is some 300k ops a direction (seconds to import);
+# beyond it an import is a hang in practice.  Higher than control.MAX_UNROLL
+# because a step is small and real recurrent models run long sequences.
+MAX_STEPS = 16384
 
 # activations that read alpha / beta, with ONNX's defaults
 _ALPHA_BETA = {"LeakyRelu": (0.01, None), "ThresholdedRelu": (1.0, None), "Elu": (1.0, None),
@@ -76,6 +82,8 @@ class _Layer:
             x = cx.op("transpose", x, axes=(1, 0, 2))
         self.x = x
         self.seq, self.batch, self.input_size = cx.static_shape(x, "input X")
+        if self.seq > MAX_STEPS:
+            raise cx.unsupported(f"a sequence of {self.seq} steps (unrolled, at most {MAX_STEPS})")
         self.hidden = node.attr("hidden_size") or cx.static_shape(node.input(2), "R")[-1]
         direction = node.attr("direction", "forward")
         if direction not in ("forward", "reverse", "bidirectional"):
@@ -113,8 +121,9 @@ class _Layer:
         proj = cx.op("reshape", proj, newshape=(self.seq, self.batch, self.gates * self.hidden))
         if self.seq == 1:
             return [cx.op("reshape", proj, newshape=(self.batch, self.gates * self.hidden))]
-        steps = cx.op("split", proj, indices_or_sections=self.seq, axis=0)
-        return [cx.op("squeeze", cx.get_item(steps, t), axis=(0,)) for t in range(self.seq)]
+        # a take per step, not one split: checking each get_item of a
+        # seq-tuple walks the whole tuple type, quadratic in seq
+        return [cx.op("take", proj, cx.const(t, "int64"), axis=0) for t in range(self.seq)]
 
     def biases(self, d):
         """(W bias, R bias) of direction d, each (gates * hidden), or Nones."""

@@ -1,0 +1,53 @@
+"""Regressions from the fuzzer (bench/fuzz/): each input once ended in a
+traceback, an internal error or a MemoryError, and must now be a located
+diagnostic (file:line:col: error: with the source line and a caret), exit 1.
+Reproducers that read well as text live in test/lit instead."""
+
+import re
+
+import pytest
+
+from tvmd.tools import opt_main
+
+LOCATED = re.compile(r"^\S+:\d+:\d+: error: ", re.M)
+
+
+def run_opt(tmp_path, capsys, text, *passes, name="in.relay"):
+    p = tmp_path / name
+    p.write_text(text)
+    rc = opt_main.main([str(p), *passes, "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    return rc, err
+
+
+def assert_located(rc, err, message):
+    assert rc == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert LOCATED.search(err), err
+    assert message in err, err
+    assert "^" in err, err
+
+
+def test_huge_dimension_literal_is_located(tmp_path, capsys):
+    # int() of more than 4300 digits raises ValueError in Python itself
+    text = f"relay.func @main(%x: tensor<{'9' * 5000}x2xf32>) {{\n  return %x\n}}\n"
+    assert_located(*run_opt(tmp_path, capsys, text), "does not fit in i64")
+
+
+N5000 = "9" * 5000
+HUGE_LITERALS = [
+    (f"tir.func @f(%A: memref<8xf32>) {{\n  tir.for %i = 0 to {N5000} {{\n  }}\n}}\n", "5000 digits is too long"),
+    (f'te.func @f(%A: tensor<8xf32>) -> tensor<f32> {{\n  %B = te.compute [] reduce [%k: {N5000}] "sum" : '
+     'tensor<f32> {\n    %a = te.read %A[%k] : f32\n    yield %a\n  }\n  return %B\n}\n', "5000 digits is too long"),
+    (f"tir.func @f(%A: memref<8xf32>) {{\n  %a = arith.constant 1 : i{N5000}\n}}\n", "integer width"),
+    (f"tir.func @f(%A: memref<8xf32>) {{\n  %a:{N5000} = arith.constant 1 : i32\n}}\n", "name(s) were given"),
+    (f'tir.func @f(%A: memref<8xf32>) {{\n  %a = arith.constant 1 : i32 loc("x":{N5000}:1)\n}}\n',
+     "5000 digits is too long"),
+    (f"tir.func @f(%A: memref<8xf32>) {{\n  %a = arith.constant {N5000} : i32\n}}\n", "5000 digits is too long"),
+]
+
+
+@pytest.mark.parametrize("text,message", HUGE_LITERALS)
+def test_huge_integer_literals_are_located(tmp_path, capsys, text, message):
+    # each form once reached int() of 5000 digits, which Python refuses
+    assert_located(*run_opt(tmp_path, capsys, text, name="in.mlir"), message)
