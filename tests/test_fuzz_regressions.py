@@ -51,3 +51,16 @@ HUGE_LITERALS = [
 def test_huge_integer_literals_are_located(tmp_path, capsys, text, message):
     # each form once reached int() of 5000 digits, which Python refuses
     assert_located(*run_opt(tmp_path, capsys, text, name="in.mlir"), message)
+
+
+def test_tvm_run_missing_entry_is_located_on_the_command_line(tmp_path, capsys):
+    from tvmd.tools import run_main
+    p = tmp_path / "in.relay"
+    p.write_text("relay.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  return %x\n}\n")
+    rc = run_main.main([str(p), "--random-inputs", "--entry", "nothere"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert err.startswith("<command line>:1:") and "no relay.func @nothere" in err, err
+    # the caret points at the --entry value
+    line, caret = err.splitlines()[1:3]
+    assert line[caret.index("^"):].startswith("nothere"), err

@@ -25,6 +25,7 @@ def runner(tmp_path_factory):
 @pytest.mark.parametrize("tool,kind", [
     ("selftest-crash", "crash"), ("selftest-hang", "hang"), ("selftest-traceback", "traceback"),
     ("selftest-memory", "memory"), ("selftest-stray", "stray"), ("selftest-diagnostic", "diagnostic"),
+    ("selftest-quote", "diagnostic"),
 ])
 def test_classifier(runner, tool, kind):
     out = runner.run(Job(tool, ["{in}"], b"x", ".relay"))
@@ -65,12 +66,12 @@ def test_mutants_are_a_function_of_the_seed():
 
 
 def test_fixed_slice_finds_nothing(tmp_path):
-    """400 mutants, fixed seed, every tool and pipeline: no traceback,
+    """1000 mutants, fixed seed, every tool and pipeline: no traceback,
     internal error, crash, hang or stray write."""
-    r = subprocess.run([sys.executable, os.path.join(FUZZ, "fuzz.py"), "--mutants", "400", "--seed", "20261203",
+    r = subprocess.run([sys.executable, os.path.join(FUZZ, "fuzz.py"), "--mutants", "1000", "--seed", "20261203",
                         "--check", "--quiet", "--out", str(tmp_path), "--timeout", "60"],
                        capture_output=True, text=True, timeout=900)
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["mutants"] == 400
+    assert report["mutants"] == 1000
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     assert not report["findings"]

@@ -79,6 +79,7 @@ class Options:
         self.target_index = None
         self.target_offset = 0
         self.entry = "main"
+        self.entry_index = None
         self.onnx = False
         self.shapes = {}          # ONNX input name -> (shape, arg index)
         self.output = None
@@ -161,7 +162,7 @@ def parse_args(argv, cl):
                                    f"got '{value}'")
             setattr(o, name[2:].replace("-", "_"), num)
         else:
-            o.entry = value
+            o.entry, o.entry_index = value, vi
     if o.input is None:
         raise cl.error(-1, "no input module given")
     if o.input.endswith(".onnx"):
@@ -310,6 +311,9 @@ class Driver(ToolDriver):
         else:
             module = self.load_module(o.input, cl, o.input_index)
         lowered = any(op.name == "tir.func" for op in module.body.ops)
+        if o.entry_index is not None and not any(
+                op.name == "relay.func" and op.sym_name == o.entry for op in module.body.ops):
+            raise cl.error(o.entry_index, f"the module has no relay.func @{o.entry} to run")
         if lowered:
             try:
                 return Executor(module, target, o.entry), None
@@ -319,6 +323,8 @@ class Driver(ToolDriver):
         try:
             cm = build(module, target, o.opt_level, entry=o.entry)
         except BuildError as e:
+            raise cl.error(o.input_index, str(e)) from None
+        except ExecutionError as e:
             raise cl.error(o.input_index, str(e)) from None
         if t_import is not None:
             cm.phase_times["import"] = t_import

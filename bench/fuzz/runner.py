@@ -123,6 +123,12 @@ def _selftest_diagnostic(argv):
     return 1
 
 
+def _selftest_quote(argv):
+    """A diagnostic quoting a source line that itself reads like a bug report."""
+    sys.stderr.write("in.relay:2:1: error: bad\nerror: internal error: Traceback (most recent call last)\n^\n")
+    return 1
+
+
 def _selftest_boom(argv):
     """A traceback when the input holds BOOM: what the minimiser's test shrinks."""
     with open(argv[0], encoding="utf-8", errors="replace") as fh:
@@ -134,7 +140,7 @@ def _selftest_boom(argv):
 _SELFTESTS = {f"selftest-{k}": v for k, v in {
     "crash": _selftest_crash, "hang": _selftest_hang, "traceback": _selftest_traceback,
     "memory": _selftest_memory, "stray": _selftest_stray, "diagnostic": _selftest_diagnostic,
-    "boom": _selftest_boom,
+    "boom": _selftest_boom, "quote": _selftest_quote,
 }.items()}
 
 
@@ -282,6 +288,7 @@ class Runner:
                     stray.append(rel)
         shutil.rmtree(box, ignore_errors=True)
         out = Outcome(kind="ok", seconds=seconds, stderr=stderr, stray=sorted(stray))
+        stderr = without_source_lines(stderr)
         if os.WIFSIGNALED(status):
             out.signal = os.WTERMSIG(status)
             if killed or out.signal == signal.SIGXCPU:
@@ -292,12 +299,12 @@ class Runner:
                 out.kind = "crash"
         else:
             out.rc = os.WEXITSTATUS(status)
-            tb = "Traceback (most recent call last)" in stderr
-            if "MemoryError" in stderr or "std::bad_alloc" in stderr:
+            tb = re.search(r"^Traceback \(most recent call last\)", stderr, re.M)
+            if re.search(r"^(MemoryError\b|error: .*MemoryError)|std::bad_alloc", stderr, re.M):
                 out.kind = "memory"
             elif tb:
                 out.kind = "traceback"
-            elif "internal error" in stderr:
+            elif re.search(r"^(\S+:\d+:\d+: )?error: internal error", stderr, re.M):
                 out.kind = "internal"
             elif stray:
                 out.kind = "stray"
@@ -313,16 +320,26 @@ class Runner:
         return out
 
 
+def without_source_lines(stderr):
+    """stderr without the source lines diagnostics quote (each one is followed
+    by its caret line): a mutant's text may say "internal error" itself."""
+    lines = stderr.splitlines()
+    keep = [ln for i, ln in enumerate(lines)
+            if not (i + 1 < len(lines) and re.fullmatch(r"\s*\^[~^]*\s*", lines[i + 1]))]
+    return "\n".join(keep)
+
+
 def signature(job, out):
     """What identifies a finding: its kind and where it happened."""
     if out.kind in ("ok", "diagnostic"):
         return out.kind
-    m = _INTERNAL_AT.search(out.stderr)
-    if out.kind in ("traceback", "memory") and m and not _FRAME.search(out.stderr):
+    text = without_source_lines(out.stderr)
+    m = _INTERNAL_AT.search(text)
+    if out.kind in ("traceback", "memory") and m and not _FRAME.search(text):
         return f"{out.kind}: {m.group(1)} at {os.path.basename(m.group(2))} ({m.group(3)})"
     if out.kind in ("traceback", "memory"):
-        frames = _FRAME.findall(out.stderr)
-        excs = _EXC_LINE.findall(out.stderr)
+        frames = _FRAME.findall(text)
+        excs = _EXC_LINE.findall(text)
         where = ""
         if frames:
             f, line, fn = frames[-1]
@@ -331,7 +348,7 @@ def signature(job, out):
     if out.kind == "internal":
         if m:
             return f"internal: {m.group(1)} at {os.path.basename(m.group(2))} ({m.group(3)})"
-        line = next((ln for ln in out.stderr.splitlines() if "internal error" in ln), "")
+        line = next((ln for ln in text.splitlines() if "internal error" in ln), "")
         return "internal: " + re.sub(r"\d+", "N", line)[:120]
     if out.kind in ("crash",):
         return f"crash: signal {out.signal} in {job.tool} {' '.join(a for a in job.args if a.startswith('-'))}"
