@@ -58,6 +58,19 @@ def check_buffer(a, dtype: str, shape, label: str) -> np.ndarray:
     return a
 
 
+def available_memory():
+    """The bytes a new allocation can get (Linux's MemAvailable), or None
+    where the kernel does not say."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def random_array(shape, dtype, rng=None) -> np.ndarray:
     """Test data: normal floats, small integers, random booleans."""
     rng = rng if rng is not None else np.random.default_rng(0)

@@ -64,3 +64,29 @@ def test_tvm_run_missing_entry_is_located_on_the_command_line(tmp_path, capsys):
     # the caret points at the --entry value
     line, caret = err.splitlines()[1:3]
     assert line[caret.index("^"):].startswith("nothere"), err
+
+
+def test_tvm_run_random_inputs_larger_than_memory(tmp_path, capsys):
+    # once: numpy asked for 32 GiB and the run died of MemoryError (or the OOM killer)
+    from tvmd.tools import run_main
+    p = tmp_path / "in.relay"
+    p.write_text("relay.func @main(%x: tensor<4294967295x64xf32>) {\n  %0 = nn.relu(%x)\n  return %0\n}\n")
+    rc = run_main.main([str(p), "--random-inputs"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err and "Traceback" not in err, err
+    assert "need more memory than is available" in err, err
+
+
+def test_tvm_run_out_of_memory_is_a_diagnostic(tmp_path, capsys, monkeypatch):
+    from tvmd.runtime import ndarray
+    from tvmd.tools import run_main
+
+    def no_memory(*a, **k):
+        raise MemoryError("Unable to allocate 9.0 GiB")
+    monkeypatch.setattr(ndarray, "random_array", no_memory)
+    p = tmp_path / "in.relay"
+    p.write_text("relay.func @main(%x: tensor<4xf32>) {\n  %0 = nn.relu(%x)\n  return %0\n}\n")
+    rc = run_main.main([str(p), "--random-inputs"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert "error: out of memory: Unable to allocate 9.0 GiB" in err, err

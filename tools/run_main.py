@@ -68,6 +68,7 @@ class Options:
         self.input_index = None
         self.inputs = []          # (name, path, arg index)
         self.random = False
+        self.random_index = -1
         self.seed = 0
         self.reference = None
         self.reference_index = None
@@ -101,6 +102,8 @@ def parse_args(argv, cl):
         name, eq, value = a.partition("=") if a.startswith("--") else (a, "", "")
         if name in ("--random-inputs", "--profile"):
             setattr(o, name[2:].replace("-inputs", ""), True)
+            if name == "--random-inputs":
+                o.random_index = i
             i += 1
             continue
         if name not in VALUE_FLAGS:
@@ -278,6 +281,9 @@ class Driver(ToolDriver):
         except DiagnosticError as e:
             self.report(e)
             return 1
+        except MemoryError as e:   # the model is too big for this machine: not a bug
+            self.report(self.cl.error(-1, f"out of memory: {e or 'an allocation failed'}"))
+            return 1
         except Exception as e:   # a bug: one line saying where, not a traceback
             report_internal_error(e)
             return 1
@@ -334,7 +340,8 @@ class Driver(ToolDriver):
         import numpy as np
 
         from ..ir import types as T
-        from ..runtime.ndarray import random_array
+        from ..ir.attributes import tensor_bytes
+        from ..runtime.ndarray import available_memory, random_array
         given = {}
         for name, path, vi in o.inputs:
             idx = names.index(name) if name in names else (int(name) if name.isdigit() else None)
@@ -349,6 +356,11 @@ class Driver(ToolDriver):
                     raise cl.error(vi, f"input '{names[idx]}' is {t}, but '{path}' has shape {list(a.shape)}")
             given[idx] = a
         rng = np.random.default_rng(o.seed)
+        need = sum(3 * (tensor_bytes(t) or 0) for k, t in enumerate(types) if k not in given and o.random)
+        have = available_memory()
+        if have is not None and need > have:   # before numpy tries and the kernel kills us
+            raise cl.error(o.random_index, f"random inputs of {need // 3} bytes need more memory than is "
+                                           f"available ({have} bytes)")
         inputs = []
         for k, (name, t) in enumerate(zip(names, types)):
             if k in given:
