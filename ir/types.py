@@ -356,6 +356,17 @@ def int_range_error(v: int, t: Type, canonical: bool = False):
     return f"integer constant {shown} does not fit {t} (range {rng})"
 
 
+def index_error(v: int, what: str):
+    """None if `v` fits an index (i64, signed), else the message saying
+    that `what` (e.g. "loop bound") does not: loop bounds, extents and
+    schedule factors all become index constants."""
+    if -(1 << 63) <= v < (1 << 63):
+        return None
+    txt = str(v)
+    shown = txt if len(txt) <= 40 else f"{txt[:20]}...({len(txt)} digits)"
+    return f"{what} {shown} does not fit an index (i64)"
+
+
 _BF16_INF = float(2 ** 128) * (1 - 2.0 ** -9)   # the least value bf16 rounds to inf
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from ...dialects.te import schedule_ops as S
 from ...dialects.te.ops import ComputeOp
 from ...ir.attributes import DialectAttr
+from ...ir.types import index_error
 
 THREAD_KIND = "thread"
 
@@ -111,6 +112,8 @@ def int_attr(op, key):
                                f"schedule, with numbers, into a file for --apply-schedule=FILE (filling "
                                f"knobs from tuning logs is not implemented yet)")
         raise op.error(f"'{key}' must be an integer, got #{v.name}")
+    if isinstance(v, int) and (msg := index_error(v, f"'{key}'")):
+        raise op.error(msg)   # it becomes an index constant
     return v
 
 

@@ -103,6 +103,8 @@ class ReducerOp(Operation):
         last = self.body.last
         if last is None or last.name != "te.yield":
             raise self.error("body must end with 'yield'")
+        if len(last.operands) != 1:
+            raise last.error(f"yields {len(last.operands)} values; a reducer yields one")
         if last.operands[0].type is not args[0].type:
             raise last.error(f"yields {last.operands[0].type} but the reducer combines {args[0].type}")
         v = self.attributes["identity"]
@@ -226,6 +228,9 @@ class ComputeOp(Operation):
         rext = self.reduce_extents
         if any(type(e) is not int or e < 1 for e in rext):
             raise self.error(f"reduce extents must be positive integers, got {list(rext)}")
+        for e in rext:
+            if msg := T.index_error(e, "reduce extent"):
+                raise self.error(msg)
         if bool(rext) != (self.reducer is not None):
             raise self.error("a reducer and reduce axes go together" if rext
                              else f"reducer \"{self.reducer}\" needs reduce axes")
@@ -235,6 +240,8 @@ class ComputeOp(Operation):
         last = self.body.last
         if last is None or last.name != "te.yield":
             raise self.error("body must end with 'yield'")
+        if len(last.operands) != 1:
+            raise last.error(f"yields {len(last.operands)} values; a compute yields one")
         red = self.reducer
         if red is not None and not isinstance(red, SymbolRef) and red not in REDUCERS:
             raise self.error(f"unknown reducer {red!r}: one of {', '.join(REDUCERS)}, or @name of a te.reducer")

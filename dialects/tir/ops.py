@@ -166,6 +166,11 @@ class ForOp(Operation):
         n_dyn = (a.get("lower") is None) + (a.get("upper") is None)
         if len(self.operands) != n_dyn:
             raise self.error(f"has {len(self.operands)} bound operand(s) but {n_dyn} dynamic bound(s)")
+        for key in ("lower", "upper"):
+            if a.get(key) is not None and (msg := T.index_error(a[key], f"loop bound {key} =")):
+                raise self.error(msg)
+        if self.static_extent is not None and (msg := T.index_error(self.static_extent, "loop extent")):
+            raise self.error(msg)
         for v in self.operands:
             if v.type is not T.index:
                 raise self.error(f"a dynamic bound must be an index, got {v.type}")
