@@ -33,7 +33,7 @@ from ..dialects.relay.ops import function as relay
 from ..dialects.tir import ops as tir
 from ..ir import types as T
 from ..ir.attributes import check_constant_size
-from .ndarray import ALIGN, as_aligned, empty_aligned
+from .ndarray import ALIGN, as_aligned, available_memory, empty_aligned
 
 _NOT_STRAIGHT = (relay_control.IfOp, relay_adt.MatchOp, relay_closure.FnOp, relay_closure.FuncRefOp,
                  relay_adt.ConstructOp, relay_closure.CallIndirectOp)
@@ -147,6 +147,10 @@ class Program:
             raise _error(f"@{f.sym_name} has no return")
         plan = plan_memory(plan_steps, list(ret.operands), seed)
         self.plan = plan
+        need, have = sum(plan.block_sizes), available_memory()
+        if have is not None and need > have:   # refuse before the kernel's OOM killer does
+            raise _error(f"@{f.sym_name} needs {need} bytes of intermediate buffers, more than the "
+                         f"{have} bytes of memory available")
         self.blocks = [empty_aligned((n,), np.uint8) for n in plan.block_sizes]
         self.template = [None] * len(slot)
         for k, a in consts.items():

@@ -90,3 +90,16 @@ def test_tvm_run_out_of_memory_is_a_diagnostic(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert rc == 1 and "internal error" not in err, err
     assert "error: out of memory: Unable to allocate 9.0 GiB" in err, err
+
+
+def test_tvm_run_intermediate_buffers_larger_than_memory(tmp_path, capsys):
+    # once: the memory plan's 512 GiB were asked of numpy (MemoryError, or the OOM killer)
+    from tvmd.tools import run_main
+    p = tmp_path / "in.relay"
+    p.write_text("relay.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                 "  %0 = broadcast_to(%x) {shape = [1073741824, 16, 4]} : tensor<1073741824x16x4xf32>\n"
+                 "  %1 = nn.relu(%0)\n  %2 = sum(%1) {axis = [0, 1]} : tensor<4xf32>\n  return %2\n}\n")
+    rc = run_main.main([str(p), "--random-inputs", "--opt-level", "0"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert "bytes of intermediate buffers, more than the" in err, err

@@ -122,6 +122,119 @@ def empty_graph_outputs():
     return m
 
 
+def non_utf8_op_type():
+    """protobuf hands a string that is not valid UTF-8 over as bytes."""
+    m = model([relu()])
+    raw = m.SerializeToString().replace(b"Relu", b"Rel\xe1", 1)
+    return onnx.load_from_string(raw)
+
+
+def op_before_its_opset(op, inputs, opset, **attrs):
+    """`op` in a model whose opset is older than the op (the schema check,
+    which the op's converter relies on, had no schema to check against)."""
+    inits = [numpy_helper.from_array(np.array(1.0, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.uint8), "z")]
+    return model([oh.make_node(op, inputs, ["y"], name="n", **attrs)], opset=opset, inits=inits,
+                 outputs=[oh.make_tensor_value_info("y", TP.FLOAT, None)])
+
+
+def group_norm(groups, c=4, opset=18):
+    scale = numpy_helper.from_array(np.ones(groups if groups > 0 else 1, np.float32), "s")
+    bias = numpy_helper.from_array(np.zeros(groups if groups > 0 else 1, np.float32), "b")
+    return model([oh.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", num_groups=groups)],
+                 inputs=[oh.make_tensor_value_info("x", TP.FLOAT, [1, c, 2, 2])],
+                 outputs=[oh.make_tensor_value_info("y", TP.FLOAT, None)], inits=[scale, bias], opset=opset)
+
+
+def gru_model(x_dims, hidden=4, inp=3, w_dims=None, **attrs):
+    h = max(hidden, 1)
+    w = numpy_helper.from_array(np.zeros(w_dims or (1, 3 * h, inp), np.float32), "W")
+    r = numpy_helper.from_array(np.zeros((1, 3 * h, h), np.float32), "R")
+    n = oh.make_node("GRU", ["x", "W", "R"], ["y"], hidden_size=hidden, name="gru", **attrs)
+    return model([n], [oh.make_tensor_value_info("x", TP.FLOAT, x_dims)],
+                 [oh.make_tensor_value_info("y", TP.FLOAT, None)], [w, r], opset=14)
+
+
+def lstm_x(dims):
+    m = lstm_model(4)
+    shape = m.graph.input[0].type.tensor_type.shape
+    del shape.dim[:]
+    for d in dims:
+        shape.dim.add().dim_value = d
+    return m
+
+
+def layer_norm_no_bias():
+    s = numpy_helper.from_array(np.ones(3, np.float32), "s")
+    return model([oh.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln")], inits=[s])
+
+
+def undeclared_attribute():
+    """An attribute the op's schema does not declare (LSTM's layout is new
+    in opset 14) is not read, whatever its type."""
+    m = lstm_model(2)
+    m.opset_import[0].version = 7
+    m.graph.node[0].attribute.append(oh.make_attribute("layout", "batch"))
+    return m
+
+
+def undefined_attribute_type():
+    n = oh.make_node("Transpose", ["x"], ["y"], name="t")
+    n.attribute.append(onnx.AttributeProto(name="perm", type=onnx.AttributeProto.UNDEFINED))
+    return model([n], outputs=[oh.make_tensor_value_info("y", TP.FLOAT, [3, 2])])
+
+
+def nested_loops(outer, inner):
+    """A Loop of `outer` iterations whose body is a Loop of `inner`."""
+    m = loop_model(outer, False)
+    inner_m = loop_model(inner, False)
+    inner_loop = inner_m.graph.node[0]
+    inner_loop.name = "inner"
+    inner_loop.input[:] = ["N", "", "v_in"]
+    inner_loop.output[:] = ["v_out"]
+    body = m.graph.node[0].attribute[0].g
+    del body.node[1]
+    body.node.append(inner_loop)
+    m.graph.initializer.append(numpy_helper.from_array(np.array(inner, np.int64), "N"))
+    return m
+
+
+def dropout_mask(dims):
+    n = oh.make_node("Dropout", ["x"], ["y", "mask"], name="drop")
+    return model([n], inputs=[oh.make_tensor_value_info("x", TP.FLOAT, dims)],
+                 outputs=[oh.make_tensor_value_info("y", TP.FLOAT, None),
+                          oh.make_tensor_value_info("mask", TP.BOOL, None)])
+
+
+def trilu_big():
+    return model([oh.make_node("Trilu", ["x"], ["y"], name="tri")],
+                 inputs=[oh.make_tensor_value_info("x", TP.FLOAT, [2 ** 20, 2 ** 20])],
+                 outputs=[oh.make_tensor_value_info("y", TP.FLOAT, None)])
+
+
+def recursive_function():
+    f = oh.make_function("loc", "F", ["a"], ["b"], [oh.make_node("F", ["a"], ["b"], domain="loc")],
+                         [oh.make_opsetid("", 17), oh.make_opsetid("loc", 1)])
+    m = model([oh.make_node("F", ["x"], ["y"], name="f", domain="loc")])
+    m.opset_import.append(oh.make_opsetid("loc", 1))
+    m.functions.append(f)
+    return m
+
+
+def loop_trip_tensor(values):
+    """A Loop whose trip count M holds `values` (it must hold one)."""
+    m = loop_model(2, False)
+    m.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(values, np.int64), "M"))
+    return m
+
+
+def scan_num_inputs(m):
+    body = oh.make_graph([oh.make_node("Identity", ["s"], ["so"], name="id")], "body",
+                         [oh.make_tensor_value_info("s", TP.FLOAT, [3])],
+                         [oh.make_tensor_value_info("so", TP.FLOAT, [3])])
+    return model([oh.make_node("Scan", ["x"], ["y"], name="scan", body=body, num_scan_inputs=m)])
+
+
 BIG = 2 ** 40
 
 # id -> (model builder, error class, facts the message must hold)
@@ -210,6 +323,40 @@ CASES = {
                               ["node 'loop' (Loop)", "more than 1024 iterations", "M is 1000000000"]),
     "lstm_too_long": (lambda: lstm_model(10 ** 6), UnsupportedOpError,
                       ["node 'lstm' (LSTM)", "a sequence of 1000000 steps"]),
+    # fuzz findings: each was a Python exception out of the importer
+    "non_utf8_op_type": (non_utf8_op_type, OnnxImportError, ["node 'r'", "op_type", "not valid UTF-8"]),
+    "op_before_its_opset": (lambda: op_before_its_opset("QuantizeLinear", ["", "s", "z"], 1), OnnxImportError,
+                            ["node 'n' (QuantizeLinear)", "not in opset 1", "first appears in opset 10"]),
+    "op_before_its_opset_no_inputs": (lambda: op_before_its_opset("CumProd", ["x"], 17), OnnxImportError,
+                                      ["node 'n' (CumProd)", "not in opset 17"]),
+    "group_norm_old_opset": (lambda: group_norm(2, opset=17), OnnxImportError,
+                             ["node 'gn' (GroupNormalization)", "not in opset 17", "opset 18"]),
+    "group_norm_groups_divide": (lambda: group_norm(3), OnnxImportError,
+                                 ["node 'gn' (GroupNormalization)", "num_groups", "divide the 4 channels"]),
+    "group_norm_groups_zero": (lambda: group_norm(0), OnnxImportError,
+                               ["node 'gn' (GroupNormalization)", "num_groups must be positive"]),
+    "gru_x_rank_2": (lambda: gru_model([1, 2]), OnnxImportError,
+                     ["node 'gru' (GRU)", "input X must be 3-d", "tensor<1x2xf32>"]),
+    "lstm_x_rank_4": (lambda: lstm_x([4, 1, 3, 1]), OnnxImportError,
+                      ["node 'lstm' (LSTM)", "input X must be 3-d"]),
+    "gru_w_shape": (lambda: gru_model([2, 1, 3], w_dims=(1, 12, 5)), OnnxImportError,
+                    ["node 'gru' (GRU)", "W must have shape [1, 12, 3]", "tensor<1x12x5xf32>"]),
+    "gru_hidden_negative": (lambda: gru_model([2, 1, 3], hidden=-2, w_dims=(1, 3, 3)), OnnxImportError,
+                            ["node 'gru' (GRU)", "hidden_size must be positive, got -2"]),
+    "gru_activations_count": (lambda: gru_model([2, 1, 3], activations=["Sigmoid"]), OnnxImportError,
+                              ["node 'gru' (GRU)", "activations must name 2 function(s) per direction"]),
+    "attribute_undefined_type": (undefined_attribute_type, OnnxImportError,
+                                 ["node 't' (Transpose)", "attribute 'perm' must be INTS, got UNDEFINED"]),
+    "dropout_mask_too_large": (lambda: dropout_mask([2 ** 20, 2 ** 20]), UnsupportedOpError,
+                               ["node 'drop' (Dropout)", "the mask", "a constant too large",
+                                "TVMD_MAX_CONSTANT_BYTES"]),
+    "trilu_mask_too_large": (trilu_big, UnsupportedOpError,
+                             ["node 'tri' (Trilu)", "a constant too large"]),
+    "function_recursion": (recursive_function, OnnxImportError, ["function 'loc.F' calls itself"]),
+    "loop_trip_empty": (lambda: loop_trip_tensor([]), OnnxImportError,
+                        ["node 'loop' (Loop)", "trip count M must hold one value", "tensor<0xi64>"]),
+    "scan_num_scan_inputs": (lambda: scan_num_inputs(3), OnnxImportError,
+                             ["node 'scan' (Scan)", "num_scan_inputs must be 1 to its 1", "got 3"]),
 }
 
 
@@ -243,10 +390,52 @@ def test_valid_neighbours_still_import():
                     outputs=[oh.make_tensor_value_info("y", TP.FLOAT, ["n", 3])]))
 
 
+def test_valid_neighbours_of_fuzz_findings():
+    """LayerNormalization without B (its zero bias was built with a dtype
+    the tvmd type has no attribute for); an attribute the op's schema does
+    not declare is ignored, whatever its type."""
+    from_onnx(layer_norm_no_bias())
+    from_onnx(undeclared_attribute())
+    from_onnx(group_norm(2))
+    from_onnx(gru_model([2, 1, 3]))
+
+
+def test_nested_unrolling_has_one_budget(monkeypatch):
+    """Each Loop stays under its own bound (1024 iterations), but nested
+    they multiply: one budget for the whole import stops them, naming the
+    node whose unrolling passes it."""
+    from tvmd.frontend.onnx import importer
+    from_onnx(nested_loops(8, 8))
+    monkeypatch.setattr(importer, "MAX_UNROLLED_NODES", 200)
+    with pytest.raises(UnsupportedOpError) as info:
+        from_onnx(nested_loops(30, 30))
+    msg = info.value.diagnostics[0].message
+    assert "node 'inner' (Loop)" in msg and "unrolling" in msg and "past 200 in all" in msg, msg
+
+
+def test_recurrent_steps_count_against_the_budget(monkeypatch):
+    from tvmd.frontend.onnx import importer
+    monkeypatch.setattr(importer, "MAX_UNROLLED_NODES", 100)
+    with pytest.raises(UnsupportedOpError) as info:
+        from_onnx(lstm_model(40))
+    assert "node 'lstm' (LSTM)" in info.value.diagnostics[0].message
+
+
+def test_constant_limit_is_the_projects(monkeypatch):
+    """Converters check the one limit (TVMD_MAX_CONSTANT_BYTES) before they
+    allocate: a 1 KiB limit stops a 2 KiB Dropout mask."""
+    from_onnx(dropout_mask([32, 64]))
+    monkeypatch.setenv("TVMD_MAX_CONSTANT_BYTES", "1024")
+    with pytest.raises(UnsupportedOpError) as info:
+        from_onnx(dropout_mask([32, 64]))
+    msg = info.value.diagnostics[0].message
+    assert "node 'drop' (Dropout)" in msg and "2048 bytes" in msg and "limit of 1024" in msg, msg
+
+
 # -- tvm-translate --import-onnx ----------------------------------------------------------------------
 
 CLI_CASES = ["add_one_input", "gemm_empty_names", "initializer_raw_length", "opset_0", "duplicate_outputs",
-             "loop_static_trip"]
+             "loop_static_trip", "non_utf8_op_type", "op_before_its_opset", "gru_x_rank_2", "group_norm_groups_zero"]
 
 
 @pytest.mark.parametrize("case", CLI_CASES)

@@ -51,7 +51,15 @@ class Node:
         return self.inputs[i] if i < len(self.inputs) else None
 
     def attr(self, name, default=None):
-        return self.attrs.get(name, default)
+        """Attribute `name`, or `default`.  The importer checked the types
+        the op's schema declares; for an op it has no schema of, a value
+        of another kind than the default (a string for a number, a list
+        for a scalar) is a located error, never one a converter trips on."""
+        v = self.attrs.get(name, default)
+        if default is not None and v is not default and _attr_kind(v) != _attr_kind(default):
+            raise OnnxImportError(self.loc, f"{self.describe()}: attribute '{name}' must be "
+                                            f"{_attr_kind(default)}, got {_attr_kind(v)} {v!r}"[:300])
+        return v
 
     @property
     def num_outputs(self) -> int:
@@ -62,6 +70,16 @@ class Node:
 
     def describe(self) -> str:
         return f"node '{self.name}' ({self.op_type})"
+
+
+def _attr_kind(v) -> str:
+    if isinstance(v, (bool, int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (tuple, list)):
+        return "a list"
+    return f"a {type(v).__name__}"
 
 
 class _EmptyOptional:
@@ -113,22 +131,44 @@ class ConvertContext:
 
     # -- types -------------------------------------------------------------------
 
-    @staticmethod
-    def ttype(v) -> T.TensorType:
-        return v.type
+    def tensor(self, v, what="input"):
+        """`v`, which must be a tensor: an omitted input (None), an empty
+        optional or a sequence is a located error naming `what`."""
+        if v is None:
+            raise self.error(self._missing(v, what))
+        t = v.type
+        if not isinstance(t, T.TensorType):
+            raise self.error(f"expects a tensor as {self._which(v, what)}, got "
+                             f"{'an empty optional' if t is None else t}")
+        return v
+
+    def _which(self, v, what):
+        """`what`, made precise with the input's position and name when `v` is one."""
+        n = self.node
+        if n is not None and v is not None:
+            for i, x in enumerate(n.inputs):
+                if x is v:
+                    return f"input {i} ('{n.proto.input[i]}')" if n.proto is not None else f"input {i}"
+        return f"its {what}"
+
+    def _missing(self, v, what):
+        n = self.node
+        given = len(n.inputs) if n is not None else 0
+        return (f"needs {'its ' + what if what != 'input' else 'an input'} that is not given "
+                f"(an omitted optional input; the node has {given} input(s))")
+
+    def ttype(self, v) -> T.TensorType:
+        return self.tensor(v).type
 
     def shape(self, v) -> tuple:
         """The shape of a tensor value, None for a dynamic dimension."""
-        t = v.type
-        if not isinstance(t, T.TensorType):
-            raise self.error(f"expects a tensor, got {t}")
-        return t.shape
+        return self.tensor(v).type.shape
 
     def rank(self, v) -> int:
         return len(self.shape(v))
 
     def dtype(self, v):
-        return v.type.element_type
+        return self.tensor(v).type.element_type
 
     def static_shape(self, v, what="input") -> tuple:
         """The shape, which must be fully known at import time."""
@@ -236,6 +276,28 @@ class ConvertContext:
             self._shared_consts[ck] = v
         return v
 
+    def check_size(self, shape, dtype, doing):
+        """Before building a numpy array of `shape` and `dtype` (a tvmd type
+        or numpy dtype): more bytes than the project's constant limit
+        (ir.attributes.max_constant_bytes) is an UnsupportedOpError naming
+        the node and `doing`."""
+        import numpy as np
+        from ...ir.attributes import max_constant_bytes
+        if not isinstance(dtype, T.Type):
+            dtype = T.from_numpy_dtype(np.dtype(dtype))
+        dims = tuple(int(d) for d in shape)
+        count = 1
+        for d in dims:
+            count *= max(d, 0)
+        n = count * T.to_numpy_dtype(dtype).itemsize
+        limit = max_constant_bytes()
+        if n > limit:
+            shown = "x".join(str(d) for d in dims)
+            raise UnsupportedOpError(self.loc, f"{self.node.describe()}: unsupported: {doing} would take a "
+                                               f"constant too large: {n} bytes (tensor<{shown}x{dtype}>), "
+                                               f"more than the limit of {limit} (TVMD_MAX_CONSTANT_BYTES)",
+                                     [self.node.op_type], "a constant too large")
+
     def scalar(self, value, like):
         """A 0-d constant with the element type of value `like`."""
         return self.const(value, self.dtype(like))
@@ -253,6 +315,8 @@ class ConvertContext:
         else None.  With `bound` False, only what follows from constants
         counts (not graph inputs the backend bound)."""
         from ...ir.core import BlockArgument
+        if v is None or v is EMPTY_OPTIONAL:
+            raise self.error(self._missing(v, "input") if v is None else "reads an empty optional as a value")
         memo = self._static if bound else self._pure
         if v in memo:
             return memo[v]
@@ -291,8 +355,12 @@ class ConvertContext:
     @staticmethod
     def _evaluate(op, memo):
         from ...dialects.relay.interpreter import evaluate_op
+        from ...ir.attributes import max_constant_bytes, tensor_bytes
         if op.name == "relay.call" or len(op.results) != 1:
             return None
+        n = tensor_bytes(op.results[0].type)
+        if n is None or n > max_constant_bytes():
+            return None     # too large to know at import time (or of no static size)
         try:
             return evaluate_op(op, [memo[o] for o in op.operands])
         except DiagnosticError:
@@ -300,6 +368,8 @@ class ConvertContext:
 
     def static_value(self, v, what):
         """The value of `v` at import time, or StaticValueRequired."""
+        if v is None:
+            raise self.error(self._missing(v, what))
         arr = self.static(v)
         if arr is None:
             raise StaticValueRequired(self.loc, f"{self.node.describe()}: needs the value of its {what} "
@@ -308,7 +378,23 @@ class ConvertContext:
 
     def static_ints(self, v, what):
         """A static integer tensor as a tuple of Python ints."""
-        return tuple(int(x) for x in self.static_value(v, what).reshape(-1))
+        import numpy as np
+        arr = np.asarray(self.static_value(v, what)).reshape(-1)
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise self.error(f"its {what} must hold integers, got {arr.tolist()[:8]}")
+        return tuple(int(x) for x in arr)
 
     def static_floats(self, v, what):
         return tuple(float(x) for x in self.static_value(v, what).reshape(-1))
+
+    def static_scalar(self, v, what):
+        """The one element of a static tensor (a scalar or a 1-element
+        tensor), as a numpy scalar; any other size is a located error."""
+        import numpy as np
+        arr = np.asarray(self.static_value(v, what))
+        if arr.size != 1:
+            raise self.error(f"its {what} must hold one value, got {self.ttype(v)}")
+        x = arr.reshape(-1)[0]
+        if arr.dtype.kind == "f" and not np.isfinite(x):
+            raise self.error(f"its {what} must be finite, got {x}")
+        return x

@@ -27,6 +27,15 @@ from .errors import OnnxImportError, UnsupportedOpError
 # Outputs of all-constant nodes up to this many elements are folded.
 FOLD_ELEMENTS = 1024
 
+# The most node copies one import makes by unrolling, all levels together:
+# each node of a subgraph converted (a Loop or Scan iteration, an If
+# branch), of a function body expanded, and each step of a recurrent layer
+# (per direction, rnn.STEP_COPIES each).  Each Loop / Scan / RNN bounds its
+# own count, but nested ones multiply; this bounds the whole import (time
+# ~ model size + this: some 10 to 20 seconds at most).
+MAX_UNROLLED_NODES = 1 << 17
+TOO_MUCH_UNROLLING = "too much unrolling"     # the UnsupportedOpError's detail past it
+
 
 def model_opsets(model, opset=None) -> dict[str, int]:
     """domain -> opset version the model imports ('' for ai.onnx)."""
@@ -85,6 +94,8 @@ class GraphImporter:
         self.current_schemas = None   # the opsets of the node being converted
         self.param_inputs = []    # the graph inputs that became @main's parameters, in order
         self.checked_graphs = {}  # id -> subgraph that check_graph accepted
+        self.unrolled = 0         # node copies made so far (see MAX_UNROLLED_NODES)
+        self.expanding = set()    # (domain, name) of the function bodies being expanded
 
     # -- the whole graph -----------------------------------------------------
 
@@ -97,6 +108,7 @@ class GraphImporter:
         from ...ir.verifier import verify
         from .context import ConvertContext
 
+        check_strings(self.model)
         self.check_model()
         check_graph(self.graph, self.graph_loc())
         self.check_supported()
@@ -174,6 +186,22 @@ class GraphImporter:
 
     def node_loc(self, node):
         return NameLoc(_name(node))
+
+    def charge_unrolled(self, n, proto=None):
+        """Count `n` more node copies made by unrolling for node `proto`
+        (default: the node being converted); past MAX_UNROLLED_NODES in all,
+        an UnsupportedOpError naming it."""
+        self.unrolled += max(int(n), 1)
+        if self.unrolled > MAX_UNROLLED_NODES:
+            if proto is None:
+                node = self.cx.node
+                loc, who, op_type = node.loc, node.describe(), node.op_type
+            else:
+                loc, who, op_type = self.node_loc(proto), _describe(proto), proto.op_type
+            raise UnsupportedOpError(loc, f"{who}: unsupported: unrolling it takes the node copies made by "
+                                          f"unrolling (loop and scan iterations, branches, function bodies, "
+                                          f"recurrent steps; nested ones multiply) past {MAX_UNROLLED_NODES} "
+                                          f"in all", [op_type], TOO_MUCH_UNROLLING)
 
     # -- inputs and outputs ----------------------------------------------------
 
@@ -314,8 +342,15 @@ class GraphImporter:
         schemas = schemas or self.schemas
         loc = self.node_loc(proto)
         domain = normalize_domain(proto.domain)
-        version = schemas.version(domain, proto.op_type)
-        check_node(proto, schemas.schema(domain, proto.op_type), loc)
+        schema = schemas.schema(domain, proto.op_type)
+        version = schema.since_version if schema is not None else -1
+        if schema is None and (proto.domain, proto.op_type) not in self.functions:
+            first = first_version(domain, proto.op_type)
+            if first is not None:
+                raise OnnxImportError(loc, f"{_describe(proto)}: the op is not in opset "
+                                           f"{schemas.opsets.get(domain, 1)} of domain '{domain or 'ai.onnx'}' "
+                                           f"that the model imports (it first appears in opset {first})")
+        check_node(proto, schema, loc)
         fn = lookup(domain, proto.op_type, version if version > 0 else 10 ** 6)
         if fn is None:
             if self.expand_function(proto, domain, schemas):
@@ -331,7 +366,7 @@ class GraphImporter:
         while inputs and inputs[-1] is None:
             inputs.pop()
         node = Node(proto, proto.op_type, domain, proto.name or loc.name, version, inputs,
-                    list(proto.output), parse_attributes(proto), loc)
+                    list(proto.output), parse_attributes(proto, schema), loc)
         cx = self.cx
         cx.node = node
         cx.builder.loc = loc
@@ -345,13 +380,6 @@ class GraphImporter:
             if not d.message.startswith("node '"):
                 d.message = f"{node.describe()}: {d.message}"
             raise
-        except (MemoryError, ValueError) as e:
-            # a constant the size of a huge declared shape (a Dropout mask, an
-            # EyeLike) that numpy cannot allocate, or cannot even count the bytes of
-            if isinstance(e, ValueError) and "array is too big" not in str(e):
-                raise
-            raise UnsupportedOpError(loc, f"{node.describe()}: unsupported: it needs a constant too large "
-                                          f"to build", [node.op_type], "a constant too large") from None
         finally:
             self.current_schemas = saved_schemas
 
@@ -366,6 +394,7 @@ class GraphImporter:
         if len(inputs) != len(graph.input):
             raise OnnxImportError(cx.loc, f"{node.describe()}: its subgraph '{graph.name}' takes "
                                           f"{len(graph.input)} input(s), given {len(inputs)}")
+        self.charge_unrolled(len(graph.node))
         if id(graph) not in self.checked_graphs:     # once, not per unrolled iteration
             check_graph(graph, cx.loc, lambda name: name in self.values or name in self.initializers)
             self.checked_graphs[id(graph)] = graph   # (held, so that the id is not reused)
@@ -392,24 +421,33 @@ class GraphImporter:
         fproto, defaults = function_body(self.functions, proto, domain, types, schemas.opsets)
         if fproto is None:
             return False
+        key = (fproto.domain, fproto.name)
+        if key in self.expanding:
+            raise OnnxImportError(self.node_loc(proto), f"{_describe(proto)}: function '{_op_name(proto)}' calls "
+                                                        f"itself (directly or through other functions); ONNX "
+                                                        f"functions cannot recurse")
         self.expansions += 1
         prefix = f"{proto.name or proto.op_type}.{self.expansions}/"
         nodes = expand(proto, fproto, defaults, prefix)
+        self.charge_unrolled(len(nodes), proto)
         # a body that does not import a domain it uses reads it at the caller's version
         from .registry import normalize_domain
         opsets = dict(schemas.opsets)
         opsets.update({normalize_domain(o.domain): o.version for o in fproto.opset_import})
         inner = _Schemas(opsets)
+        self.expanding.add(key)
         try:
             for n in nodes:
                 self.convert_node(n, inner)
         except UnsupportedOpError as e:
-            if proto.op_type not in e.op_types:
+            if proto.op_type not in e.op_types and e.detail != TOO_MUCH_UNROLLING:
                 d = e.diagnostics[0]
                 raise UnsupportedOpError(self.node_loc(proto), f"{_describe(proto)}: unsupported: its "
                                                                f"function body needs {d.message}",
                                          [proto.op_type], f"via {', '.join(e.op_types)}: {e.detail}") from None
             raise
+        finally:
+            self.expanding.discard(key)
         return True
 
     def bind_outputs(self, node, outs):
@@ -470,9 +508,61 @@ def check_node(proto, schema, loc):
         if a.required and name not in given:
             raise OnnxImportError(loc, f"{who}: required attribute '{name}' is missing")
         got = given.get(name)
-        if got is not None and got.type != AttributeProto.UNDEFINED and got.type != int(a.type):
+        if got is not None and got.type != int(a.type):
             raise OnnxImportError(loc, f"{who}: attribute '{name}' must be {a.type.name}, got "
                                        f"{AttributeProto.AttributeType.Name(got.type)}")
+
+
+_FIRST_VERSIONS = None
+
+
+def first_version(domain, op_type):
+    """The first opset of `domain` that defines `op_type`, None when ONNX
+    defines it in none."""
+    global _FIRST_VERSIONS
+    if _FIRST_VERSIONS is None:
+        import onnx.defs
+        from .registry import normalize_domain
+        firsts = {}
+        for s in onnx.defs.get_all_schemas_with_history():
+            key = (normalize_domain(s.domain), s.name)
+            firsts[key] = min(firsts.get(key, s.since_version), s.since_version)
+        _FIRST_VERSIONS = firsts
+    return _FIRST_VERSIONS.get((domain, op_type))
+
+
+def check_strings(model):
+    """Every string in the model is valid UTF-8 (protobuf hands an invalid
+    one over as bytes, which nothing downstream expects)."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+    from google.protobuf.message import Message
+    stack = [(model, "")]
+    while stack:
+        msg, where = stack.pop()
+        for field, value in msg.ListFields():
+            if field.type == F.TYPE_STRING:
+                repeated = not isinstance(value, (str, bytes))
+                for i, x in enumerate(value if repeated else [value]):
+                    if isinstance(x, bytes):
+                        raise OnnxImportError(NameLoc("model"), f"{where or 'the model'}: {field.name}{f'[{i}]' if repeated else ''} "
+                                                                f"{x!r} is not valid UTF-8")
+            elif field.type == F.TYPE_MESSAGE:
+                repeated = not isinstance(value, Message)
+                for i, c in enumerate(value if repeated else [value]):
+                    stack.append((c, _where(where, field.name, i, c, repeated)))
+
+
+def _where(outer, field, i, msg, repeated):
+    """How check_strings names a message inside `outer`: by its name where
+    it has one that is valid (a node also by its op type)."""
+    sep = ", " if outer else ""
+    name = msg.name if hasattr(msg, "name") and isinstance(msg.name, str) else ""
+    if field == "node" and isinstance(msg.op_type, str):
+        out0 = msg.output[0] if msg.output and isinstance(msg.output[0], str) else ""
+        return f"{outer}{sep}node '{name or out0 or msg.op_type}' ({msg.op_type})"
+    if name:
+        return f"{outer}{sep}{field} '{name}'"
+    return f"{outer}{sep}{field}{f'[{i}]' if repeated else ''}"
 
 
 def check_graph(graph, loc, visible=lambda name: False):
@@ -540,12 +630,16 @@ def _describe(node) -> str:
     return f"node '{_name(node)}' ({node.op_type})"
 
 
-def parse_attributes(proto) -> dict:
+def parse_attributes(proto, schema=None) -> dict:
     """AttributeProto list -> {name: Python value}: ints, floats, str,
-    tuples of those, TensorProtos for tensors, GraphProtos for graphs."""
+    tuples of those, TensorProtos for tensors, GraphProtos for graphs.
+    With the op's `schema`, attributes it does not declare are left out:
+    converters see only what check_node checked."""
     from onnx import AttributeProto as A
     out = {}
     for a in proto.attribute:
+        if schema is not None and a.name not in schema.attributes:
+            continue
         t = a.type
         if t == A.INT:
             v = int(a.i)

@@ -115,12 +115,27 @@ class RelayOp(Operation):
         """Attribute values the type relation needs in range (finite, positive,
         ...); ops override and raise ``self.error``.  Runs before the relation."""
 
+    def check_int_ranges(self):
+        """Every integer in an attribute fits an i64: lowering turns strides,
+        axes, sizes and shapes into index constants."""
+        def ints(v):
+            if isinstance(v, tuple):
+                for x in v:
+                    yield from ints(x)
+            elif type(v) is int:
+                yield v
+        for k, v in self.attributes.items():
+            for x in ints(v):
+                if msg := T.index_error(x, f"attribute '{k}': value"):
+                    raise self.error(msg)
+
     def verify(self):
         self.check_operand_count()
         super().verify()
 
     def _relation(self, types):
         self.check_operand_count()
+        self.check_int_ranges()
         self.check_attrs()
         try:
             return self.type_relation(*types)

@@ -101,6 +101,11 @@ def split_function(f):
         f.attributes["kernel"] = UNIT
         return 0
     work = [op for op in f.body.ops if not _is_host_op(op)]
+    for op in work:
+        if isinstance(op, AllocOp):   # it would be outlined alone, away from its users
+            scope = getattr(op.results[0].type, "scope", None)
+            raise op.error(f"a '{scope}' allocation outside the thread loops: device memory is allocated "
+                           f"inside the kernel (move it into the blockIdx loop that uses it)")
     taken = {op.sym_name for op in f.parent.ops if isinstance(op, FuncOp)}
     for i, w in enumerate(work):
         name = f"{f.sym_name}_kernel{i}"

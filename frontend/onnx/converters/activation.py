@@ -193,6 +193,7 @@ def _hardmax(cx, x, axis):
     axis %= rank
     n = cx.static_shape(x)[axis]
     idx = cx.op("argmax", x, axis=(axis,), keepdims=True)
+    cx.check_size((n,), "int64", "the positions along the axis")
     pos = np.arange(n).reshape((n,) + (1,) * (rank - axis - 1))
     hit = cx.op("equal", idx, cx.const(pos, cx.dtype(idx)))
     return cx.cast(hit, cx.dtype(x))

@@ -12,7 +12,9 @@ over a trip count known at import time (a constant, or a graph input's
 value the backend binds) while a condition known at import time holds.
 The body's scan outputs are stacked; a loop whose condition depends on
 run-time data, or that would run more than MAX_UNROLL iterations (a
-static trip count included), is unsupported, as is a longer scan.
+static trip count included), is unsupported, as is a longer scan.  Nested
+loops and scans multiply: every body converted counts against the
+importer's one budget for the whole import (importer.MAX_UNROLLED_NODES).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def if_node(cx, node):
     if "relay.if" not in OP_CLASSES:
         raise cx.unsupported("relay op 'if' is not available")
     known = cx.static(node.input(0), bound=False)
+    if known is not None and known.size != 1:
+        raise cx.error(f"its condition must hold one value, got {cx.ttype(node.input(0))}")
     if known is not None:
         # a condition that follows from constants (often from static shapes):
         # the branch taken, inline; the other may not even type-check
@@ -40,7 +44,7 @@ def if_node(cx, node):
     # branches relay's if cannot join (different shapes, an empty optional):
     # only a condition known now (a graph input's value the backend binds)
     # can choose between them
-    known = cx.static_value(node.input(0), "condition (its branches have different types)")
+    known = cx.static_scalar(node.input(0), "condition (its branches have different types)")
     return _taken_branch(cx, node, known)
 
 
@@ -104,12 +108,40 @@ def _stack(cx, values, axis):
     return cx.op("stack", *values, axis=axis)
 
 
+def _scan_counts(cx, node, inputs, m):
+    """(n states, k scan outputs) of a Scan with `inputs` (sequence_lens
+    left out) and m = num_scan_inputs, checked against its body."""
+    body = node.attr("body")
+    if not 1 <= m <= len(inputs):
+        raise cx.error(f"num_scan_inputs must be 1 to its {len(inputs)} state and scan input(s), got {m}")
+    n = len(inputs) - m
+    k = len(body.output) - n
+    if k < 0:
+        raise cx.error(f"its body has {len(body.output)} output(s), fewer than its {n} state(s)")
+    if node.num_outputs > n + k:
+        raise cx.error(f"has {node.num_outputs} outputs, but its body makes {n} state(s) and {k} scan output(s)")
+    return n, k
+
+
+def _list_attr(cx, node, name, count, default):
+    """An attribute with one entry per scan input or output (`count`)."""
+    v = node.attr(name)
+    if not v:
+        return [default] * count
+    if len(v) != count:
+        raise cx.error(f"attribute '{name}' must have {count} entries, got {len(v)}")
+    return list(v)
+
+
 def _scan_core(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs):
     """The v9 Scan over `scans` (sliced along their axes); returns the final
     states and the stacked scan outputs."""
     body = node.attr("body")
     n = len(states)
     k = len(body.output) - n
+    for s in scans:
+        if cx.rank(s) == 0:
+            raise cx.error(f"scan inputs must have an axis to scan, got {cx.ttype(s)}")
     lengths = {cx.static_shape(s, "scan input")[a] for s, a in zip(scans, in_axes)}
     if len(lengths) != 1:
         raise cx.error(f"scan inputs have different lengths {sorted(lengths)}")
@@ -136,16 +168,14 @@ def _scan_core(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs):
 
 @converter("Scan", 9)
 def scan(cx, node):
-    body = node.attr("body")
     m = node.attr("num_scan_inputs")
     inputs = list(node.inputs)
-    n = len(inputs) - m
+    n, k = _scan_counts(cx, node, inputs, m)
     states, scans = inputs[:n], inputs[n:]
-    k = len(body.output) - n
-    in_axes = [norm_axis(cx, a, cx.rank(s)) for a, s in zip(node.attr("scan_input_axes") or [0] * m, scans)]
-    in_dirs = node.attr("scan_input_directions") or [0] * m
-    out_axes = node.attr("scan_output_axes") or [0] * k
-    out_dirs = node.attr("scan_output_directions") or [0] * k
+    in_axes = [norm_axis(cx, a, cx.rank(s)) for a, s in zip(_list_attr(cx, node, "scan_input_axes", m, 0), scans)]
+    in_dirs = _list_attr(cx, node, "scan_input_directions", m, 0)
+    out_axes = _list_attr(cx, node, "scan_output_axes", k, 0)
+    out_dirs = _list_attr(cx, node, "scan_output_directions", k, 0)
     finals, stacked = _scan_core(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs)
     return finals + stacked
 
@@ -154,12 +184,14 @@ def scan(cx, node):
 def scan_v8(cx, node):
     """Opset 8: a leading batch axis on every input and sequence_lens first;
     each batch entry is scanned alone (axis 0 of its scan inputs)."""
-    body = node.attr("body")
     m = node.attr("num_scan_inputs")
     lens, inputs = node.input(0), list(node.inputs[1:])
-    n = len(inputs) - m
-    k = len(body.output) - n
-    dirs = node.attr("directions") or [0] * m
+    n, k = _scan_counts(cx, node, inputs, m)
+    dirs = _list_attr(cx, node, "directions", m, 0)
+    for j, v in enumerate(inputs):
+        if cx.rank(v) < (2 if j >= n else 1):
+            raise cx.error(f"its inputs need a leading batch axis (and scan inputs a sequence axis), "
+                           f"got {cx.ttype(v)}")
     batch = cx.static_shape(inputs[0])[0]
     if batch > MAX_UNROLL:
         raise cx.unsupported(f"a scan over a batch of {batch} (unrolled, at most {MAX_UNROLL})")
@@ -185,9 +217,15 @@ def loop(cx, node):
     carried = list(node.inputs[2:])
     n = len(carried)
     k = len(body.output) - 1 - n
+    if k < 0:
+        raise cx.error(f"its body has {len(body.output)} output(s); it needs the condition and its "
+                       f"{n} carried value(s)")
+    if node.num_outputs > n + k:
+        raise cx.error(f"has {node.num_outputs} outputs, but its body makes {n} carried value(s) and "
+                       f"{k} scan output(s)")
     trip = None
     if trip_v is not None:
-        trip = int(cx.static_value(trip_v, "trip count M").reshape(-1)[0])
+        trip = int(cx.static_scalar(trip_v, "trip count M"))
         if trip > MAX_UNROLL and cond_v is None:   # no condition to stop it earlier: say so now
             raise cx.unsupported(f"a loop of {trip} iterations (unrolled, at most {MAX_UNROLL})")
     limit = trip if trip is not None else MAX_UNROLL
@@ -198,6 +236,8 @@ def loop(cx, node):
         c = cx.static(cond)
         if c is None:
             raise cx.unsupported("a loop condition computed at run time")
+        if np.asarray(c).size != 1:
+            raise cx.error(f"its condition must hold one value, got {cx.ttype(cond)}")
         if not bool(np.asarray(c).reshape(-1)[0]) or i >= limit:
             break
         if i >= MAX_UNROLL:     # a static trip count too: a while loop's M is often INT64_MAX

@@ -78,4 +78,5 @@ def eye_like(cx, node):
         raise cx.error(f"expects a 2-d input, got {cx.ttype(x)}")
     dt = node.attr("dtype")
     t = onnx_dtype(cx, dt) if dt is not None else cx.dtype(x)
+    cx.check_size(shape, t, "the identity matrix")
     return cx.const(np.eye(shape[0], shape[1], node.attr("k", 0), dtype=T.to_numpy_dtype(t)))

@@ -91,7 +91,7 @@ def one_hot(cx, node):
     """values = [off, on]; an index may be negative (from the end of
     depth) and of any numeric type."""
     idx, depth_v, values = node.input(0), node.input(1), node.input(2)
-    depth = int(cx.static_value(depth_v, "depth").reshape(-1)[0])
+    depth = int(cx.static_scalar(depth_v, "depth"))
     if not T.is_int(cx.dtype(idx)) or cx.dtype(idx) is T.i1:
         idx = cx.cast(idx, T.i64)
     idx = non_negative(cx, idx, depth)
@@ -127,7 +127,7 @@ def non_zero(cx, node):
 @converter("TopK", 1)
 def top_k(cx, node):
     x = node.input(0)
-    k = node.attr("k") if node.version < 10 else int(cx.static_value(node.input(1), "k").reshape(-1)[0])
+    k = node.attr("k") if node.version < 10 else int(cx.static_scalar(node.input(1), "k"))
     axis = norm_axis(cx, node.attr("axis", -1), cx.rank(x))
     # sorted = 0 leaves the order open: the sorted order is one valid answer
     out = cx.op("topk", x, k=k, axis=axis, ret_type="both", is_ascend=not node.attr("largest", 1),
@@ -139,7 +139,7 @@ def top_k(cx, node):
 def cumulative(cx, node):
     """cumsum / cumprod; `reverse` runs it over the reversed axis."""
     x = node.input(0)
-    axis = norm_axis(cx, int(cx.static_value(node.input(1), "axis").reshape(-1)[0]), cx.rank(x))
+    axis = norm_axis(cx, int(cx.static_scalar(node.input(1), "axis")), cx.rank(x))
     rev = node.attr("reverse", 0)
     if rev:
         x = cx.op("reverse", x, axis=axis)
@@ -160,8 +160,11 @@ def trilu(cx, node):
     0 elsewhere."""
     import numpy as np
     x = node.input(0)
-    k = int(cx.static_value(node.input(1), "k").reshape(-1)[0]) if node.input(1) is not None else 0
+    k = int(cx.static_scalar(node.input(1), "k")) if node.input(1) is not None else 0
+    if cx.rank(x) < 2:
+        raise cx.error(f"expects an input of rank 2 or more, got {cx.ttype(x)}")
     rows, cols = cx.static_shape(x)[-2:]
+    cx.check_size((rows, cols), "bool", "the triangle's mask")
     ones = np.ones((rows, cols), dtype=bool)
     mask = np.triu(ones, k) if node.attr("upper", 1) else np.tril(ones, k)
     return cx.op("where", cx.const(mask), x, cx.scalar(0, x))

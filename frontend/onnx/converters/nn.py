@@ -270,15 +270,16 @@ def dropout(cx, node):
     x = node.input(0)
     rate = node.attr("ratio", 0.5)
     if node.version >= 12 and node.input(1) is not None:
-        rate = float(cx.static_value(node.input(1), "ratio").reshape(-1)[0])
+        rate = float(cx.static_scalar(node.input(1), "ratio"))
     if node.version >= 12 and node.input(2) is not None:
-        training = cx.static_value(node.input(2), "training_mode")
-        if bool(np.asarray(training).reshape(-1)[0]) and rate != 0:
+        training = cx.static_scalar(node.input(2), "training_mode")
+        if bool(training) and rate != 0:
             raise cx.unsupported("training_mode = true (random masks)")
     y = cx.get_item(cx.op("nn.dropout", x, rate=min(float(rate), 0.999)), 0)
     if not node.wants_output(1):
         return y
-    mask_dtype = "bool" if node.version >= 10 else x.type.dtype
+    mask_dtype = "bool" if node.version >= 10 else cx.ttype(x).dtype
+    cx.check_size(cx.static_shape(x), mask_dtype, "the mask")
     mask = cx.const(np.ones(cx.static_shape(x), dtype=mask_dtype))
     return [y, mask]
 

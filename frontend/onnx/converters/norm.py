@@ -82,7 +82,11 @@ def layer_norm(cx, node):
 
 def _zeros(cx, n, like):
     import numpy as np
-    return np.zeros((n,), dtype=cx.dtype(like).dtype)
+    from ....ir import types as T
+    if n is None:
+        raise cx.unsupported("LayerNormalization without B over a dynamic last axis")
+    cx.check_size((n,), cx.dtype(like), "a zero bias")
+    return np.zeros((n,), dtype=T.to_numpy_dtype(cx.dtype(like)))
 
 
 def _normalize_over(cx, node, x, axes, eps, scale, bias):
@@ -109,9 +113,17 @@ def group_norm(cx, node):
     import numpy as np
     x, scale, bias = node.input(0), node.input(1), node.input(2)
     groups = node.attr("num_groups")
+    if cx.rank(x) < 2:
+        raise cx.error(f"expects an input of rank 2 or more (N, C, ...), got {cx.ttype(x)}")
     c = cx.static_shape(x)[1]
+    if groups <= 0 or c % groups:
+        raise cx.error(f"num_groups must be positive and divide the {c} channels, got {groups}")
     if node.version < 21 and groups != c:
         reps = c // groups
+        for v, what in ((scale, "scale"), (bias, "bias")):
+            if cx.shape(v) != (groups,):
+                raise cx.error(f"{what} must hold num_groups = {groups} values, got {cx.ttype(v)}")
+        cx.check_size((c,), cx.dtype(scale), "repeating the per-group scale")
         scale = cx.const(np.repeat(cx.static_value(scale, "scale"), reps))
         bias = cx.const(np.repeat(cx.static_value(bias, "bias"), reps))
     return cx.op("nn.group_norm", x, scale, bias, num_groups=groups, axis=1,

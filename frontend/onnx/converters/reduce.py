@@ -81,6 +81,7 @@ def _empty_reduction(cx, x, axes, keep, op):
         lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
     value = {"ReduceMax": lo, "ReduceMin": hi, "ReduceProd": 1, "ReduceMean": np.nan,
              "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf}.get(op, 0)
+    cx.check_size(out, dt, "the empty reduction's result")
     return cx.const(np.full(out, value, dtype=dt))
 
 

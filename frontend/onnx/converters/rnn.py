@@ -21,6 +21,12 @@ from .shape import strided_slice
 # because a step is small and real recurrent models run long sequences.
 MAX_STEPS = 16384
 
+# What one step (per direction) counts against the importer's budget of
+# unrolled node copies (importer.MAX_UNROLLED_NODES).  A step builds some
+# twenty relay ops, as long to import as several ONNX nodes; four, so that
+# the longest bidirectional layer (2 x MAX_STEPS) just fits the budget.
+STEP_COPIES = 4
+
 # activations that read alpha / beta, with ONNX's defaults
 _ALPHA_BETA = {"LeakyRelu": (0.01, None), "ThresholdedRelu": (1.0, None), "Elu": (1.0, None),
                "Affine": (1.0, 0.0), "ScaledTanh": (1.0, 1.0), "HardSigmoid": (0.2, 0.5)}
@@ -59,6 +65,9 @@ def _activations(cx, node, defaults, ndir):
     names = list(node.attr("activations") or defaults * ndir)
     if len(names) == len(defaults) and ndir == 2:
         names = names * 2
+    if len(names) != len(defaults) * ndir:
+        raise cx.error(f"activations must name {len(defaults)} function(s) per direction "
+                       f"({len(defaults) * ndir} in all), got {len(names)}")
     alphas = list(node.attr("activation_alpha", ()))
     betas = list(node.attr("activation_beta", ()))
     out = []
@@ -78,23 +87,52 @@ class _Layer:
         self.cx, self.node, self.gates = cx, node, gates
         x = node.input(0)
         self.layout = node.attr("layout", 0)
+        if cx.rank(x) != 3:
+            raise cx.error(f"input X must be 3-d ({'batch, seq' if self.layout else 'seq, batch'}, input_size), "
+                           f"got {cx.ttype(x)}")
         if self.layout:
             x = cx.op("transpose", x, axes=(1, 0, 2))
         self.x = x
         self.seq, self.batch, self.input_size = cx.static_shape(x, "input X")
         if self.seq > MAX_STEPS:
             raise cx.unsupported(f"a sequence of {self.seq} steps (unrolled, at most {MAX_STEPS})")
-        self.hidden = node.attr("hidden_size") or cx.static_shape(node.input(2), "R")[-1]
+        if self.seq == 0:
+            raise cx.unsupported("an empty sequence (0 steps)")
         direction = node.attr("direction", "forward")
         if direction not in ("forward", "reverse", "bidirectional"):
             raise cx.error(f"unknown direction '{direction}'")
         self.dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
+        ndir = len(self.dirs)
+        r_shape = cx.static_shape(node.input(2), "R")
+        hidden = node.attr("hidden_size")
+        if hidden is None and len(r_shape) == 3:
+            hidden = r_shape[-1]
+        if hidden is None or hidden <= 0:
+            raise cx.error(f"hidden_size must be positive, got {hidden}")
+        self.hidden = hidden
+        gh = gates * hidden
+        self._expect(1, "W", (ndir, gh, self.input_size))
+        self._expect(2, "R", (ndir, gh, hidden))
+        self._expect(3, "B", (ndir, 2 * gh))
+        state = (self.batch, ndir, hidden) if self.layout else (ndir, self.batch, hidden)
+        self._expect(5, "initial_h", state)
+        if gates == 4:
+            self._expect(6, "initial_c", state)
+            self._expect(7, "P", (ndir, 3 * hidden))
         self.clip = node.attr("clip")
         lens = node.input(4)
         if lens is not None:
             lv = cx.static(lens)
             if lv is None or (lv != self.seq).any():
                 raise cx.unsupported("sequence_lens shorter than the sequence")
+        cx.importer.charge_unrolled(self.seq * ndir * STEP_COPIES)
+
+    def _expect(self, i, what, shape):
+        """Input i, when given, has `shape` (it determines every step's ops)."""
+        v = self.node.input(i)
+        if v is not None and self.cx.shape(v) != shape:
+            raise self.cx.error(f"{what} must have shape {list(shape)} (from X {list(self.cx.shape(self.x))}, "
+                                f"hidden_size {self.hidden}, {len(self.dirs)} direction(s)), got {self.cx.ttype(v)}")
 
     def part(self, v, d):
         """Direction d of a (num_directions, ...) tensor."""
@@ -105,6 +143,7 @@ class _Layer:
         v = self.node.input(idx)
         if v is None:
             import numpy as np
+            self.cx.check_size((self.batch, self.hidden), self.cx.dtype(self.x), "the initial state")
             return self.cx.const(np.zeros((self.batch, self.hidden), dtype=self.cx.ttype(self.x).dtype))
         if self.layout:
             v = self.cx.op("transpose", v, axes=(1, 0, 2))

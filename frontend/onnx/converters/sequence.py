@@ -34,7 +34,7 @@ def make_sequence(cx, values):
 def _position(cx, v, n, insert=False):
     """A static position in a sequence of n (negative from the end; an
     insertion may also go at n)."""
-    p = int(cx.static_value(v, "position").reshape(-1)[0])
+    p = int(cx.static_scalar(v, "position"))
     hi = n + 1 if insert else n
     if not -hi <= p < hi:
         raise cx.error(f"position {p} is out of range for a sequence of {n}")

@@ -279,8 +279,8 @@ def expand(cx, node):
 def tile_v1(cx, node):
     """Opset 1: `tiles` copies along one `axis`."""
     x = node.input(0)
-    tiles = int(cx.static_value(node.input(1), "tiles").reshape(-1)[0])
-    axis = norm_axis(cx, int(cx.static_value(node.input(2), "axis").reshape(-1)[0]), cx.rank(x))
+    tiles = int(cx.static_scalar(node.input(1), "tiles"))
+    axis = norm_axis(cx, int(cx.static_scalar(node.input(2), "axis")), cx.rank(x))
     reps = [1] * cx.rank(x)
     reps[axis] = tiles
     return cx.op("tile", x, reps=tuple(reps))
