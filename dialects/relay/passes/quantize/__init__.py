@@ -90,7 +90,12 @@ def main_function(module):
     for op in module.body.ops:
         if isinstance(op, FuncOp) and op.attributes.get("sym_name") == "main":
             return op
-    raise DiagnosticError(module.loc, "--quantize quantizes @main, and the module has no relay.func @main")
+    funcs = [op for op in module.body.ops if isinstance(op, FuncOp)]
+    names = ", ".join("@" + f.attributes.get("sym_name") for f in funcs)
+    # located at the first function, where @main would be (the module has no line)
+    raise DiagnosticError(funcs[0].loc if funcs else module.loc,
+                          "--quantize quantizes @main, and the module has no relay.func @main"
+                          + (f" (its functions: {names})" if funcs else ""))
 
 
 def run_passes(module, ctx, names):
