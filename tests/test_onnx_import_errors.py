@@ -457,7 +457,10 @@ def _check_cli(path, facts):
                                                                str(path.with_suffix(".relay"))])
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
-    assert r.stderr.startswith("error: "), r.stderr
+    # located at the model's path on the command line (a binary file has no lines)
+    assert r.stderr.startswith("<command line>:1:"), r.stderr
+    line, caret = r.stderr.splitlines()[1:3]
+    assert line[caret.index("^"):].startswith(str(path)), r.stderr
     for fact in facts:
         assert fact in r.stderr, (fact, r.stderr)
     assert not path.with_suffix(".relay").exists()

@@ -79,6 +79,7 @@ class Options:
         self.opt_level = None
         self.import_onnx = None       # argument index of --import-onnx
         self.input_shapes = {}        # --input-shape: name -> dims
+        self.input_shape_index = {}   # name -> (argument index, offset of the name in it)
         self.debuginfo = False
         self.split = None             # argument index of --split-input-file
         self.verify = None            # argument index of --verify-diagnostics
@@ -171,6 +172,7 @@ def parse_input_shape(o, value, vi, voff, cl):
             raise cl.error(vi, f"bad dimension '{d}' in --input-shape (a number, or '?' for a dynamic one)",
                            voff + len(name) + 1)
     o.input_shapes[name] = tuple(shape)
+    o.input_shape_index[name] = (vi, voff)
 
 
 def check_import_args(o, cl):
@@ -189,32 +191,39 @@ def import_onnx(o, cl):
     """The relay text of the ONNX model at o.input."""
     import os
 
-    from ..ir.diagnostics import DiagnosticError
-    from ..ir.location import UNKNOWN
     from ..ir.printer import print_module
     path = o.input
     if not os.path.exists(path):
         raise cl.error(o.input_index, f"could not open input file '{path}': no such file")
     if os.path.isdir(path):
         raise cl.error(o.input_index, f"could not open input file '{path}': it is a directory")
+    # errors about the model point at its path on the command line: a binary
+    # file has no line and column of its own
     if os.path.getsize(path) == 0:    # onnx.load reads 0 bytes as an empty, valid ModelProto
-        raise DiagnosticError(UNKNOWN, f"'{path}' is not an ONNX model: empty file")
+        raise cl.error(o.input_index, f"'{path}' is not an ONNX model: empty file")
     try:
         import onnx
     except ImportError:
-        raise DiagnosticError(UNKNOWN, "--import-onnx needs the 'onnx' package (pip install onnx)") from None
+        raise cl.error(o.import_onnx, "--import-onnx needs the 'onnx' package (pip install onnx)") from None
     try:
         model = onnx.load(path)
     except Exception as e:   # a protobuf decode error, a missing external data file
-        raise DiagnosticError(UNKNOWN, f"'{path}' is not a readable ONNX model: {type(e).__name__}: {e}") from None
-    from ..frontend.onnx import from_onnx
+        raise cl.error(o.input_index, f"'{path}' is not a readable ONNX model: {type(e).__name__}: {e}") from None
+    from ..frontend.onnx import OnnxImportError, from_onnx
     weights = {t.name for t in model.graph.initializer}
     names = {vi.name for vi in model.graph.input} - weights
     for name in o.input_shapes:
         if name not in names:
-            raise DiagnosticError(UNKNOWN, f"--input-shape names '{name}', which is not an input of the model "
-                                           f"(inputs: {', '.join(sorted(names)) or 'none'})")
-    module, _ = from_onnx(model, shape=o.input_shapes)
+            vi, voff = o.input_shape_index[name]
+            raise cl.error(vi, f"--input-shape names '{name}', which is not an input of the model "
+                               f"(inputs: {', '.join(sorted(names)) or 'none'})", voff)
+    try:
+        module, _ = from_onnx(model, shape=o.input_shapes)
+    except OnnxImportError as e:
+        d = e.diagnostics[0]
+        err = cl.error(o.input_index, f"cannot import '{path}': {d.message}")
+        err.diagnostics[0].notes = d.notes
+        raise err from None
     return print_module(module, debuginfo=o.debuginfo)
 
 
