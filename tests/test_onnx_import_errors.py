@@ -238,6 +238,18 @@ def scan_num_inputs(m):
 BIG = 2 ** 40
 
 # id -> (model builder, error class, facts the message must hold)
+def matmul_batches(a, b):
+    A = oh.make_tensor_value_info("a", TP.FLOAT, a)
+    B = oh.make_tensor_value_info("b", TP.FLOAT, b)
+    Yo = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    return model([oh.make_node("MatMul", ["a", "b"], ["y"], name="mm")], inputs=(A, B), outputs=(Yo,))
+
+
+def clip_vector_max():
+    hi = numpy_helper.from_array(np.full((3,), 6.0, np.float32), "hi")
+    return model([oh.make_node("Clip", ["x", "", "hi"], ["y"], name="c")], inits=[hi])
+
+
 CASES = {
     "add_one_input": (lambda: model([oh.make_node("Add", ["x"], ["y"], name="add")]), OnnxImportError,
                       ["node 'add' (Add)", "required input 1 ('B') is missing"]),
@@ -357,6 +369,11 @@ CASES = {
                         ["node 'loop' (Loop)", "trip count M must hold one value", "tensor<0xi64>"]),
     "scan_num_scan_inputs": (lambda: scan_num_inputs(3), OnnxImportError,
                              ["node 'scan' (Scan)", "num_scan_inputs must be 1 to its 1", "got 3"]),
+    # found by bench/fuzz: numpy's ValueError escaped from each
+    "matmul_batches_do_not_broadcast": (lambda: matmul_batches([4, 2, 3, 5], [1, 4, 5, 2]), OnnxImportError,
+                                        ["node 'mm' (MatMul)", "batch dimensions [4, 2] and [1, 4] do not broadcast"]),
+    "clip_vector_bound": (clip_vector_max, OnnxImportError, ["node 'c' (Clip)", "max must be a scalar",
+                                                             "tensor<3xf32>"]),
 }
 
 

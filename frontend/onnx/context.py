@@ -387,6 +387,15 @@ class ConvertContext:
     def static_floats(self, v, what):
         return tuple(float(x) for x in self.static_value(v, what).reshape(-1))
 
+    def broadcast(self, a, b, what):
+        """numpy's broadcast of two static shapes; shapes that do not
+        broadcast are a located error naming `what` (e.g. "batch dimensions")."""
+        import numpy as np
+        try:
+            return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+        except ValueError:
+            raise self.error(f"its {what} {list(a)} and {list(b)} do not broadcast") from None
+
     def static_scalar(self, v, what):
         """The one element of a static tensor (a scalar or a 1-element
         tensor), as a numpy scalar; any other size is a located error."""

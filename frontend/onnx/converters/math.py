@@ -7,6 +7,8 @@ Binary ops broadcast as numpy does from opset 7 on; before that they took
 
 from __future__ import annotations
 
+import math
+
 from ....ir import types as T
 from ..registry import converter
 from .common import legacy_broadcast, onnx_dtype
@@ -115,6 +117,9 @@ def clip_v11(cx, node):
     a maximum and a minimum."""
     x = node.input(0)
     lo, hi = node.input(1), node.input(2)
+    for v, what in ((lo, "min"), (hi, "max")):
+        if v is not None and None not in cx.shape(v) and math.prod(cx.shape(v)) != 1:
+            raise cx.error(f"its {what} must be a scalar, got {cx.ttype(v)}")
     slo = cx.static(lo) if lo is not None else None
     shi = cx.static(hi) if hi is not None else None
     if (lo is None or slo is not None) and (hi is None or shi is not None):

@@ -139,7 +139,7 @@ def matmul_values(cx, a, b, out_dtype=None):
     ba, bb = sa[:-2], sb[:-2]
     if None in ba or None in bb:
         raise cx.unsupported("batched MatMul with dynamic batch dimensions")
-    batch = tuple(np.broadcast_shapes(ba, bb))
+    batch = cx.broadcast(ba, bb, "batch dimensions")
     a = _broadcast_batch(cx, a, batch)
     b = _broadcast_batch(cx, b, batch)
     nb = int(np.prod(batch)) if batch else 1

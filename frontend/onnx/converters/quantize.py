@@ -104,7 +104,7 @@ def _integer_matmul(cx, a, b, a_zp, b_zp, a_s, b_s):
         raise cx.unsupported("integer MatMul of 1-d operands")
     import numpy as np
     sa, sb = cx.static_shape(a), cx.static_shape(b)
-    batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    batch = cx.broadcast(sa[:-2], sb[:-2], "batch dimensions")
     nb = int(np.prod(batch)) if batch else 1
 
     def to3(v, s):
