@@ -463,6 +463,16 @@ def test_cli_error(case, tmp_path):
     _check_cli(path, facts)
 
 
+def test_cli_error_from_a_relay_op(tmp_path):
+    """A node the importer converts but whose relay op refuses its
+    attributes: located on the command line like the importer's own errors
+    (found by bench/fuzz: it printed without a location)."""
+    path = tmp_path / "perm.onnx"
+    m = model([oh.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 7])])
+    path.write_bytes(m.SerializeToString())
+    _check_cli(path, ["node 't' (Transpose)", "out of range for rank 2"])
+
+
 def test_cli_empty_file(tmp_path):
     path = tmp_path / "empty.onnx"
     path.write_bytes(b"")

@@ -290,7 +290,8 @@ class Driver(ToolDriver):
 
     def load_onnx(self, o, cl):
         """The relay module of an ONNX model."""
-        from ..frontend.onnx import OnnxImportError, from_onnx, load_model
+        from ..frontend.onnx import from_onnx, load_model
+        from ..ir.diagnostics import DiagnosticError
         try:
             model = load_model(o.input)
         except Exception as e:   # onnx's own parse errors (DecodeError, OSError)
@@ -301,8 +302,11 @@ class Driver(ToolDriver):
                 raise cl.error(vi, f"the model has no input '{k}' (inputs: {', '.join(sorted(names))})")
         try:
             module, _ = from_onnx(model, shape={k: v for k, (v, _) in o.shapes.items()} or None)
-        except OnnxImportError as e:
-            raise cl.error(o.input_index, f"cannot import '{o.input}': {e.diagnostics[0].message}") from None
+        except DiagnosticError as e:   # an OnnxImportError, or a relay op refusing what a node made
+            d = e.diagnostics[0]
+            err = cl.error(o.input_index, f"cannot import '{o.input}': {d.message}")
+            err.diagnostics[0].notes = d.notes
+            raise err from None
         return module
 
     def compile(self, o, cl, target):

@@ -209,7 +209,8 @@ def import_onnx(o, cl):
         model = onnx.load(path)
     except Exception as e:   # a protobuf decode error, a missing external data file
         raise cl.error(o.input_index, f"'{path}' is not a readable ONNX model: {type(e).__name__}: {e}") from None
-    from ..frontend.onnx import OnnxImportError, from_onnx
+    from ..frontend.onnx import from_onnx
+    from ..ir.diagnostics import DiagnosticError
     weights = {t.name for t in model.graph.initializer}
     names = {vi.name for vi in model.graph.input} - weights
     for name in o.input_shapes:
@@ -219,7 +220,7 @@ def import_onnx(o, cl):
                                f"(inputs: {', '.join(sorted(names)) or 'none'})", voff)
     try:
         module, _ = from_onnx(model, shape=o.input_shapes)
-    except OnnxImportError as e:
+    except DiagnosticError as e:   # an OnnxImportError, or a relay op refusing what a node made
         d = e.diagnostics[0]
         err = cl.error(o.input_index, f"cannot import '{path}': {d.message}")
         err.diagnostics[0].notes = d.notes
