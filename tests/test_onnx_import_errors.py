@@ -250,6 +250,14 @@ def clip_vector_max():
     return model([oh.make_node("Clip", ["x", "", "hi"], ["y"], name="c")], inits=[hi])
 
 
+def conv_transpose_short_attr():
+    X4 = oh.make_tensor_value_info("x", TP.FLOAT, [1, 2, 4, 4])
+    Yo = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    w = numpy_helper.from_array(np.ones((2, 3, 3, 3), np.float32), "w")
+    node = oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct", strides=[2], auto_pad="SAME_UPPER")
+    return model([node], inputs=(X4,), outputs=(Yo,), inits=[w])
+
+
 CASES = {
     "add_one_input": (lambda: model([oh.make_node("Add", ["x"], ["y"], name="add")]), OnnxImportError,
                       ["node 'add' (Add)", "required input 1 ('B') is missing"]),
@@ -374,6 +382,8 @@ CASES = {
                                         ["node 'mm' (MatMul)", "batch dimensions [4, 2] and [1, 4] do not broadcast"]),
     "clip_vector_bound": (clip_vector_max, OnnxImportError, ["node 'c' (Clip)", "max must be a scalar",
                                                              "tensor<3xf32>"]),
+    "conv_transpose_short_strides": (conv_transpose_short_attr, OnnxImportError,
+                                     ["node 'ct' (ConvTranspose)", "do not match 2 spatial axes"]),
 }
 
 

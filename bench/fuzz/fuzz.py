@@ -138,6 +138,7 @@ def campaign(args):
     kinds = collections.Counter()
     per_tool = collections.Counter()
     located = unlocated = 0
+    unlocated_kinds = collections.Counter()   # diagnostics without file:line:col, by message shape
     findings = {}      # signature -> [job, outcome, count, seed name, mutations]
     slowest = []
     meta = {}
@@ -162,6 +163,8 @@ def campaign(args):
                 located += 1
             else:
                 unlocated += 1
+                first = next((ln for ln in out.stderr.splitlines() if "error" in ln), "")
+                unlocated_kinds[re.sub(r"'[^']*'|\d+", "_", first)[:100]] += 1
         slowest = sorted(slowest + [(out.seconds, command(job), name)], reverse=True)[:5]
         if out.is_finding:
             f = findings.setdefault(out.signature, [job, out, 0, name, done])
@@ -189,6 +192,7 @@ def campaign(args):
         "seed": args.seed, "mutants": n, "seconds": round(elapsed, 1), "workers": runner.workers,
         "kinds": dict(kinds), "per_tool": {f"{t} {k}": v for (t, k), v in sorted(per_tool.items())},
         "diagnostics_located": located, "diagnostics_unlocated": unlocated,
+        "unlocated_messages": dict(unlocated_kinds.most_common(20)),
         "slowest": [{"seconds": round(s, 2), "command": c, "seed": nm} for s, c, nm in slowest],
         "findings": report_findings,
     }

@@ -54,6 +54,12 @@ def conv_transpose(cx, node):
     pads = list(node.attr("pads", (0,) * (2 * nsp)))
     auto_pad = node.attr("auto_pad", "NOTSET")
     out_shape = node.attr("output_shape")
+    if len(kernel) != nsp or len(strides) != nsp or len(dilations) != nsp or len(out_pad) != nsp \
+            or len(pads) != 2 * nsp:
+        raise cx.error(f"kernel_shape, strides, dilations, output_padding and pads do not match "
+                       f"{nsp} spatial axes")
+    if out_shape is not None and len(out_shape) < nsp:
+        raise cx.error(f"output_shape {list(out_shape)} gives fewer than {nsp} spatial sizes")
     if out_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         spatial = cx.static_shape(x)[2:]
         if out_shape is None:
