@@ -258,6 +258,15 @@ def conv_transpose_short_attr():
     return model([node], inputs=(X4,), outputs=(Yo,), inits=[w])
 
 
+def sequence_map_of_a_tensor():
+    body = oh.make_graph([oh.make_node("Relu", ["e"], ["r"])], "body",
+                         [oh.make_tensor_value_info("e", TP.FLOAT, [2, 3])],
+                         [oh.make_tensor_value_info("r", TP.FLOAT, [2, 3])])
+    Yo = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    node = oh.make_node("SequenceMap", ["x"], ["y"], name="sm", body=body)
+    return model([node], outputs=(Yo,))
+
+
 CASES = {
     "add_one_input": (lambda: model([oh.make_node("Add", ["x"], ["y"], name="add")]), OnnxImportError,
                       ["node 'add' (Add)", "required input 1 ('B') is missing"]),
@@ -384,6 +393,8 @@ CASES = {
                                                              "tensor<3xf32>"]),
     "conv_transpose_short_strides": (conv_transpose_short_attr, OnnxImportError,
                                      ["node 'ct' (ConvTranspose)", "do not match 2 spatial axes"]),
+    "sequence_map_of_a_tensor": (sequence_map_of_a_tensor, OnnxImportError,
+                                 ["node 'sm' (SequenceMap)", "its first input must be a sequence"]),
 }
 
 

@@ -127,6 +127,8 @@ def sequence_map(cx, node):
     tensor inputs themselves; each output collects into a sequence."""
     body = node.attr("body")
     seqs = [fields(cx, v) if isinstance(v.type, T.TupleType) else None for v in node.inputs]
+    if not seqs or seqs[0] is None:
+        raise cx.error("its first input must be a sequence")
     n = len(seqs[0])
     if any(s is not None and len(s) != n for s in seqs):
         raise cx.error("the sequences have different lengths")

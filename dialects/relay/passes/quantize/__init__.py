@@ -93,7 +93,8 @@ def main_function(module):
     funcs = [op for op in module.body.ops if isinstance(op, FuncOp)]
     names = ", ".join("@" + f.attributes.get("sym_name") for f in funcs)
     # located at the first function, where @main would be (the module has no line)
-    raise DiagnosticError(funcs[0].loc if funcs else module.loc,
+    first = funcs[0] if funcs else next(iter(module.body.ops), module)
+    raise DiagnosticError(first.loc,
                           "--quantize quantizes @main, and the module has no relay.func @main"
                           + (f" (its functions: {names})" if funcs else ""))
 
