@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .core import BlockArgument, Operation, OpResult
 from .diagnostics import DiagnosticError
-from .traits import ISOLATED_FROM_ABOVE, SYMBOL_TABLE
+from .traits import ISOLATED_FROM_ABOVE, SYMBOL, SYMBOL_TABLE
 from . import symbols
 
 
@@ -36,6 +36,12 @@ def _verify(root: Operation):
                 _check_dominance(op, i, v, order)
         if SYMBOL_TABLE in op.traits:
             _check_symbols(op)
+        if SYMBOL in op.traits:
+            parent = op.parent_op
+            if parent is not None and SYMBOL_TABLE not in parent.traits:
+                # a definition inside a function body would be run as a step of it
+                raise op.error(f"defines a symbol, so it belongs at the top level of a module, "
+                               f"not inside '{parent.name}'")
         for r in op.results:
             if r.type not in _SHAPES_OK:
                 _check_shape(op, r.type)
