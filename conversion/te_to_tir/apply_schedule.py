@@ -69,9 +69,27 @@ class ApplySchedule(ModulePass):
             return
         if self.file and op.parent is not None:
             self._load_file(op.parent_op)
+        if fill_default_knobs(op):
+            ctx.stat(self, "templates given their default config")
         if needs_schedule(op):
             apply_to_func(op)
             ctx.stat(self, "functions scheduled")
+
+
+def fill_default_knobs(func) -> bool:
+    """A template (a te.func whose schedule has #tune.knob values) untuned:
+    each knob takes its default, and one warning says so.  Bad knobs are
+    located errors (autotvm/space.py)."""
+    from ...autotvm.space import config_space, instantiate
+    from ...ir.diagnostics import warning
+    space = config_space(func)
+    if not space.knobs:
+        return False
+    d = space.default()
+    instantiate(space, d)
+    warning(func.loc, f"template @{func.attributes['sym_name']} is untuned: its {len(space.knobs)} knob(s) take "
+                      f"their defaults ({', '.join(f'{k}={v}' for k, v in d.values.items())})")
+    return True
 
 
 def needs_schedule(func) -> bool:

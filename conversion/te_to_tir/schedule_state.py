@@ -108,9 +108,8 @@ def int_attr(op, key):
     v = op.attributes.get(key)
     if isinstance(v, DialectAttr):
         if v.name == "tune.knob" and v.params and isinstance(v.params[0], str):
-            raise op.error(f"knob '{v.params[0]}' has no value: put a number in its place, or move the "
-                               f"schedule, with numbers, into a file for --apply-schedule=FILE (filling "
-                               f"knobs from tuning logs is not implemented yet)")
+            raise op.error(f"knob '{v.params[0]}' has no value: put a number in its place, or let "
+                           f"--apply-schedule give the template its defaults (autotvm/space.py)")
         raise op.error(f"'{key}' must be an integer, got #{v.name}")
     if isinstance(v, int) and (msg := index_error(v, f"'{key}'")):
         raise op.error(msg)   # it becomes an index constant

@@ -27,11 +27,9 @@ Storage ops mark the buffer a stage is realized in::
     te.storage_align %C {axis = 0, factor = 16, offset = 1}   row stride = 1 mod 16
     te.double_buffer %C
 
-Integer attributes may be AutoTVM knobs (``#tune.knob<"tile_x", [8, 16]>``).
-Nothing fills them in yet (the tuner and its log, AutoTVM's
-apply_history_best, are not implemented): ``--apply-schedule`` rejects a
-knob still there; write numbers, inline or in a schedule file
-(``--apply-schedule=FILE``).
+Integer attributes may be AutoTVM knobs (``#tune.knob<"tile_x", [8, 16], 16>``):
+such a te.func is a template (autotvm/space.py); ``--apply-schedule`` gives
+an untuned template's knobs their defaults, with one warning.
 """
 
 from __future__ import annotations
