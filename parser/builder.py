@@ -450,7 +450,11 @@ class CoreBuilder:
         return UNKNOWN
 
     def loc_file(self, c):
-        return FileLoc(unquote(c[0]), int(c[1]), int(c[2]))
+        line, col = _int_literal(self, c[1]), _int_literal(self, c[2])
+        for tok, v in ((c[1], line), (c[2], col)):
+            if not 0 <= v < 1 << 31:
+                raise self.err(tok, f"a location's line and column are integers in [0, 2^31), got {tok}")
+        return FileLoc(unquote(c[0]), line, col)
 
     def loc_name(self, c):
         return NameLoc(unquote(c[0]), c[1] if len(c) > 1 else UNKNOWN)

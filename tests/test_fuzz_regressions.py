@@ -103,3 +103,12 @@ def test_tvm_run_intermediate_buffers_larger_than_memory(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "internal error" not in err, err
     assert "bytes of intermediate buffers, more than the" in err, err
+
+
+@pytest.mark.parametrize("line,col", [("0x10000000000000000000000000000000000000000", "1"), ("-3", "1"),
+                                      ("1", "4294967296")])
+def test_location_numbers_out_of_range(tmp_path, capsys, line, col):
+    # a hex line number once reached int(..., 10): a ValueError traceback
+    text = (f'relay.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {{\n'
+            f'  %0 = nn.relu(%x) loc("model.onnx":{line}:{col})\n  return %0\n}}\n')
+    assert_located(*run_opt(tmp_path, capsys, text), "a location's line and column are integers in [0, 2^31)")

@@ -267,6 +267,21 @@ def sequence_map_of_a_tensor():
     return model([node], outputs=(Yo,))
 
 
+def resize_infinite_scale():
+    X4 = oh.make_tensor_value_info("x", TP.FLOAT, [1, 1, 2, 2])
+    Yo = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    scales = numpy_helper.from_array(np.array([np.inf, 1, 2, 2], np.float32), "scales")
+    node = oh.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode="nearest")
+    return model([node], inputs=(X4,), outputs=(Yo,), inits=[scales])
+
+
+def split_to_sequence_2d_split():
+    split = numpy_helper.from_array(np.ones((2, 2), np.int64), "split")
+    Yo = oh.make_tensor_sequence_value_info("y", TP.FLOAT, None)
+    node = oh.make_node("SplitToSequence", ["x", "split"], ["y"], name="sts", axis=1)
+    return model([node], outputs=(Yo,), inits=[split])
+
+
 CASES = {
     "add_one_input": (lambda: model([oh.make_node("Add", ["x"], ["y"], name="add")]), OnnxImportError,
                       ["node 'add' (Add)", "required input 1 ('B') is missing"]),
@@ -395,6 +410,10 @@ CASES = {
                                      ["node 'ct' (ConvTranspose)", "do not match 2 spatial axes"]),
     "sequence_map_of_a_tensor": (sequence_map_of_a_tensor, OnnxImportError,
                                  ["node 'sm' (SequenceMap)", "its first input must be a sequence"]),
+    "resize_infinite_scale": (resize_infinite_scale, OnnxImportError,
+                              ["node 'rs' (Resize)", "scales must be positive and finite"]),
+    "split_to_sequence_2d_split": (split_to_sequence_2d_split, OnnxImportError,
+                                   ["node 'sts' (SplitToSequence)", "split must be a scalar or 1-D"]),
 }
 
 

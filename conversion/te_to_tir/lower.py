@@ -129,6 +129,8 @@ class _Converter:
             r = op.results[0]
             out = self.outputs.get(r)
             if out is None:
+                if not r.type.is_static:   # tir.alloc sizes are static
+                    raise op.error(f"a buffer that is not an output needs a static shape, got {r.type}")
                 scope = op.attributes.get("scope") or "global"
                 db = {"double_buffer": op.attributes["double_buffer"]} if op.attributes.get("double_buffer") else {}
                 out = e.op("tir.alloc", [], [T.MemRefType(r.type.shape, r.type.element_type, scope)], db,

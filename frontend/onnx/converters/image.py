@@ -34,6 +34,8 @@ def _spatial_sizes(cx, node, x, scales):
     xs = cx.static_shape(x)
     if len(scales) != len(xs):
         raise cx.error(f"scales has {len(scales)} values for a rank-{len(xs)} input")
+    if not all(0 < s < float("inf") for s in scales):   # also false for nan
+        raise cx.error(f"scales must be positive and finite, got {list(scales)}")
     out = [int(d * s) for d, s in zip(xs, scales)]
     return _spatial(cx, xs, out, scales)
 

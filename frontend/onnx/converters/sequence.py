@@ -92,11 +92,17 @@ def split_to_sequence(cx, node):
         squeeze = not node.attr("keepdims", 1)
     else:
         s = cx.static_value(split, "split")
+        if s.ndim > 1:
+            raise cx.error(f"its split must be a scalar or 1-D, got {cx.ttype(split)}")
         if s.ndim == 0:
-            n = int(s)
+            n = int(cx.static_scalar(split, "split"))
+            if n < 1:
+                raise cx.error(f"its split must be positive, got {n}")
             sizes = [n] * (dim // n) + ([dim % n] if dim % n else [])
         else:
-            sizes = [int(v) for v in s]
+            sizes = list(cx.static_ints(split, "split"))
+            if any(v < 0 for v in sizes) or sum(sizes) != dim:
+                raise cx.error(f"its split sizes {sizes} must be non-negative and add up to {dim}")
     points, acc = [], 0
     for size in sizes[:-1]:
         acc += size
