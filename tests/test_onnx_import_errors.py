@@ -282,6 +282,18 @@ def split_to_sequence_2d_split():
     return model([node], outputs=(Yo,), inits=[split])
 
 
+def hardmax_of_a_scalar():
+    S = oh.make_tensor_value_info("x", TP.FLOAT, [])
+    So = oh.make_tensor_value_info("y", TP.FLOAT, [])
+    return model([oh.make_node("Hardmax", ["x"], ["y"], name="hm")], inputs=(S,), outputs=(So,))
+
+
+def initializer_rank_65():
+    w = numpy_helper.from_array(np.ones((1,), np.float32), "w")
+    w.dims[:] = [1] * 65
+    return model([oh.make_node("Add", ["x", "w"], ["y"], name="a")], inits=[w])
+
+
 CASES = {
     "add_one_input": (lambda: model([oh.make_node("Add", ["x"], ["y"], name="add")]), OnnxImportError,
                       ["node 'add' (Add)", "required input 1 ('B') is missing"]),
@@ -414,6 +426,9 @@ CASES = {
                               ["node 'rs' (Resize)", "scales must be positive and finite"]),
     "split_to_sequence_2d_split": (split_to_sequence_2d_split, OnnxImportError,
                                    ["node 'sts' (SplitToSequence)", "split must be a scalar or 1-D"]),
+    "hardmax_of_a_scalar": (hardmax_of_a_scalar, OnnxImportError, ["node 'hm' (Hardmax)", "input is a scalar"]),
+    "initializer_rank_65": (initializer_rank_65, OnnxImportError,
+                            ["initializer 'w' has 65 dimensions, more than the 64"]),
 }
 
 

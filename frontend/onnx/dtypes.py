@@ -55,11 +55,16 @@ def elem_type_problem(elem_type: int) -> str | None:
     return None
 
 
+MAX_RANK = 64   # numpy's limit, and so the runtime's
+
+
 def dims_problem(dims) -> str | None:
     """What is wrong with dims (ints, or names / None for dimensions not
-    known statically): a negative one, or more elements than int64 counts
+    known statically): more than MAX_RANK of them, a negative one, or more elements than int64 counts
     (which no buffer could hold), or None."""
     dims = [int(d) if isinstance(d, int) else (d or "?") for d in dims]
+    if len(dims) > MAX_RANK:
+        return f"has {len(dims)} dimensions, more than the {MAX_RANK} an array can have"
     static = [d for d in dims if isinstance(d, int)]
     if any(d < 0 for d in static):
         return f"has a negative dimension in {_dims_text(dims)}"

@@ -190,6 +190,8 @@ def _hardmax(cx, x, axis):
     with the positions along the axis."""
     import numpy as np
     rank = cx.rank(x)
+    if rank == 0:
+        raise cx.error("its input is a scalar: there is no axis to take the maximum along")
     axis %= rank
     n = cx.static_shape(x)[axis]
     idx = cx.op("argmax", x, axis=(axis,), keepdims=True)
