@@ -35,6 +35,15 @@ class CommandLine:
         from ..ir.diagnostics import DiagnosticError
         return DiagnosticError(self.loc(arg_index, offset_in_arg), message)
 
+    def relocate(self, arg_index, diag_error, prefix=""):
+        """`diag_error`'s first diagnostic moved onto argument `arg_index`,
+        its message after `prefix`, its notes kept: errors about a binary
+        input (an ONNX model) point at its path, having no line of their own."""
+        d = diag_error.diagnostics[0]
+        err = self.error(arg_index, prefix + d.message)
+        err.diagnostics[0].notes = d.notes
+        return err
+
 
 # -- what every tool driver shares -----------------------------------------------
 

@@ -303,10 +303,7 @@ class Driver(ToolDriver):
         try:
             module, _ = from_onnx(model, shape={k: v for k, (v, _) in o.shapes.items()} or None)
         except DiagnosticError as e:   # an OnnxImportError, or a relay op refusing what a node made
-            d = e.diagnostics[0]
-            err = cl.error(o.input_index, f"cannot import '{o.input}': {d.message}")
-            err.diagnostics[0].notes = d.notes
-            raise err from None
+            raise cl.relocate(o.input_index, e, f"cannot import '{o.input}': ") from None
         return module
 
     def compile(self, o, cl, target):

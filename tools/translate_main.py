@@ -199,18 +199,18 @@ def import_onnx(o, cl):
         raise cl.error(o.input_index, f"could not open input file '{path}': it is a directory")
     # errors about the model point at its path on the command line: a binary
     # file has no line and column of its own
-    if os.path.getsize(path) == 0:    # onnx.load reads 0 bytes as an empty, valid ModelProto
-        raise cl.error(o.input_index, f"'{path}' is not an ONNX model: empty file")
     try:
-        import onnx
+        import onnx  # noqa: F401
     except ImportError:
         raise cl.error(o.import_onnx, "--import-onnx needs the 'onnx' package (pip install onnx)") from None
+    from ..frontend.onnx import OnnxImportError, from_onnx, load_model
+    from ..ir.diagnostics import DiagnosticError
     try:
-        model = onnx.load(path)
+        model = load_model(path)
+    except OnnxImportError as e:   # an empty file
+        raise cl.relocate(o.input_index, e) from None
     except Exception as e:   # a protobuf decode error, a missing external data file
         raise cl.error(o.input_index, f"'{path}' is not a readable ONNX model: {type(e).__name__}: {e}") from None
-    from ..frontend.onnx import from_onnx
-    from ..ir.diagnostics import DiagnosticError
     weights = {t.name for t in model.graph.initializer}
     names = {vi.name for vi in model.graph.input} - weights
     for name in o.input_shapes:
@@ -221,10 +221,7 @@ def import_onnx(o, cl):
     try:
         module, _ = from_onnx(model, shape=o.input_shapes)
     except DiagnosticError as e:   # an OnnxImportError, or a relay op refusing what a node made
-        d = e.diagnostics[0]
-        err = cl.error(o.input_index, f"cannot import '{path}': {d.message}")
-        err.diagnostics[0].notes = d.notes
-        raise err from None
+        raise cl.relocate(o.input_index, e, f"cannot import '{path}': ") from None
     return print_module(module, debuginfo=o.debuginfo)
 
 
