@@ -339,6 +339,12 @@ def canonical_int(v: int, t: Type) -> int:
     return v - (1 << w) if v >= (1 << (w - 1)) else v
 
 
+def _shown_int(v: int) -> str:
+    """An integer as a message shows it: a long one cut to its first digits."""
+    txt = str(v)
+    return txt if len(txt) <= 40 else f"{txt[:20]}...({len(txt)} digits)"
+
+
 def int_range_error(v: int, t: Type, canonical: bool = False):
     """None if `v` fits a constant of type `t`, else the message saying why not."""
     lo, hi = int_range(t, canonical)
@@ -351,8 +357,7 @@ def int_range_error(v: int, t: Type, canonical: bool = False):
         rng = f"{lo} .. {hi}, the signed range a signless {name} constant holds"
     else:
         rng = f"{lo} .. {hi}: signless {name} takes the signed or the unsigned range"
-    txt = str(v)
-    shown = txt if len(txt) <= 40 else f"{txt[:20]}...({len(txt)} digits)"
+    shown = _shown_int(v)
     return f"integer constant {shown} does not fit {t} (range {rng})"
 
 
@@ -362,8 +367,7 @@ def index_error(v: int, what: str):
     schedule factors all become index constants."""
     if -(1 << 63) <= v < (1 << 63):
         return None
-    txt = str(v)
-    shown = txt if len(txt) <= 40 else f"{txt[:20]}...({len(txt)} digits)"
+    shown = _shown_int(v)
     return f"{what} {shown} does not fit an index (i64)"
 
 
