@@ -38,6 +38,7 @@ class Knob:
     candidates: tuple
     default: object
     uses: list = field(default_factory=list)    # (op, attribute name) where it stands
+    kind: str = "ot"   # AutoTVM's code in logs: ot (a choice), sp (split), re (reorder), an (annotate)
 
     def __len__(self):
         return len(self.candidates)
@@ -87,6 +88,9 @@ class ConfigSpace:
     def default(self) -> ConfigEntity:
         values = {k.name: k.default for k in self.knobs}
         return ConfigEntity(self.index_of(values), values)
+
+    def kinds(self) -> dict:
+        return {k.name: k.kind for k in self.knobs}
 
     def describe(self) -> str:
         """The space as AutoTVM printed it: each knob, its length, the total."""

@@ -1,48 +1,146 @@
 """tvm-tune: AutoTVM over te templates.
 
+    tvm-tune kernel.te --trials N --log tune.json [--tuner xgb|ga|random|grid]
+             [--early-stopping K] [--resume] [--target T] [--seed S]
+             [--number N] [--repeat R] [--min-repeat-ms MS] [--timeout S]
+             [--build-timeout S] [--parallel N] [--flush-cache] [--no-check]
     tvm-tune --space template.te
+    tvm-tune --pick-best in.json -o best.json
 
-``--space`` prints the config space of each te.func with knobs, as AutoTVM
-printed ``task.config_space``: each knob, its candidates, its length and
-default, and the total.  Bad knobs are located errors.  (Search,
-measurement and tuning logs are still to come.)
+Tuning: each te.func with knobs is a template; templates of one workload
+(task name and argument types) are one task.  Each task gets up to N trials:
+its default config first, then what the tuner proposes, each config built in
+a worker process and timed in an isolated one (autotvm/measure.py).  Every
+record is appended to the log and flushed at once; ``--resume`` continues a
+log (its configs are not measured again and count toward N), and without it
+an existing non-empty log is refused rather than mixed into.  On a terminal
+a progress line per task; at the end a table: task, trials, default and
+best GFLOPS, speed-up, failed configs.
+
+``--space`` prints each template's space; ``--pick-best`` keeps the best
+record per workload and target.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 
-from .cmdline import ToolDriver, report_internal_error, take_input, tool_main
+from .cmdline import ToolDriver, report_internal_error, take_input, take_value, tool_main
 
-USAGE = "usage: tvm-tune --space template.te"
-HELP = """Prints the config space of AutoTVM templates: te functions whose schedule ops
-take knobs, #tune.knob<"NAME", [CANDIDATES], DEFAULT>, in place of numbers.
+USAGE = ("usage: tvm-tune template.te --trials N --log tune.json [--tuner xgb|ga|random|grid] "
+         "[--early-stopping K] [--resume] [--target T] ...\n"
+         "       tvm-tune --space template.te\n"
+         "       tvm-tune --pick-best in.json -o best.json")
+HELP = """Tunes AutoTVM templates: te functions whose schedule ops take knobs,
+#tune.knob<"NAME", [CANDIDATES], DEFAULT>, in place of numbers.
 
+  --trials N           configs to measure per task (the default config included)
+  --log FILE           the tuning log (AutoTVM v0.2 JSON lines), appended per record
+  --tuner KIND         xgb (default), ga, random or grid
+  --early-stopping K   stop a task after K trials without a better config
+  --resume             continue an existing log: its configs count and are not re-measured
+  --target T           the target to tune for (default llvm: this CPU)
+  --seed S             the tuners' random seed (default 0)
+  --number N, --repeat R, --min-repeat-ms MS
+                       timing: R rounds (default 3) of N calls (N grows until a round
+                       lasts MS, default 20)
+  --timeout S          seconds a run may take (default 10); --build-timeout S (default 60)
+  --parallel N         build workers (default: the cores)
+  --flush-cache        flush the caches before each timed round
+  --no-check           do not compare outputs with the default config's
   --space FILE         print each template's knobs (candidates, length, default) and
                        the size of its space
+  --pick-best IN -o OUT   keep the best record per workload and target
   --help, --version"""
+
+TUNERS = ("xgb", "ga", "random", "grid")
+INT_FLAGS = {"--trials": 1, "--early-stopping": 1, "--seed": 0, "--number": 1, "--repeat": 1, "--parallel": 1}
+FLOAT_FLAGS = {"--min-repeat-ms": 0.0, "--timeout": 1e-3, "--build-timeout": 1e-3}
+VALUE_FLAGS = set(INT_FLAGS) | set(FLOAT_FLAGS) | {"--log", "--tuner", "--target", "--pick-best", "-o",
+                                                    "--output"}
 
 
 class Options:
     def __init__(self):
-        self.space = False
-        self.input = None
-        self.input_index = None
+        self.space = self.resume = self.flush_cache = False
+        self.check = True
+        self.input = self.input_index = None
+        self.trials = None
+        self.log = self.log_index = None
+        self.tuner = "xgb"
+        self.early_stopping = None
+        self.target = "llvm"
+        self.target_index = None
+        self.seed = 0
+        self.number, self.repeat, self.min_repeat_ms = 1, 3, 20.0
+        self.timeout, self.build_timeout, self.parallel = 10.0, 60.0, 0
+        self.pick_best = self.output = None
+        self.pick_index = self.output_index = None
 
 
 def parse_args(argv, cl) -> Options:
     o = Options()
-    for i, a in enumerate(argv):
-        if a == "--space":
-            o.space = True
-        elif a.startswith("-") and a != "-":
-            raise cl.error(i, f"unknown option '{a}'")
-        else:
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "-" or not a.startswith("-"):
             take_input(o, a, i, cl, "template")
-    if not o.space:
-        raise cl.error(-1, "nothing to do: give --space (tuning itself is not implemented yet)")
+            i += 1
+            continue
+        name, eq, value = a.partition("=") if a.startswith("--") else (a, "", "")
+        flags = {"--space": "space", "--resume": "resume", "--flush-cache": "flush_cache"}
+        if name in flags:
+            setattr(o, flags[name], True)
+            i += 1
+            continue
+        if name == "--no-check":
+            o.check = False
+            i += 1
+            continue
+        if name not in VALUE_FLAGS:
+            raise cl.error(i, f"unknown option '{name}'")
+        value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
+        key = name.lstrip("-").replace("-", "_")
+        if name in INT_FLAGS:
+            try:
+                v = int(value)
+            except ValueError:
+                v = None
+            if v is None or v < INT_FLAGS[name] or v > 1 << 40:
+                raise cl.error(vi, f"{name} takes an integer >= {INT_FLAGS[name]}, got '{value}'", voff)
+            setattr(o, key, v)
+        elif name in FLOAT_FLAGS:
+            try:
+                v = float(value)
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v) or v < FLOAT_FLAGS[name]:
+                raise cl.error(vi, f"{name} takes a finite number >= {FLOAT_FLAGS[name]:g}, got '{value}'", voff)
+            setattr(o, key, v)
+        elif name == "--tuner":
+            if value not in TUNERS:
+                raise cl.error(vi, f"unknown tuner '{value}' (tuners: {', '.join(TUNERS)})", voff)
+            o.tuner = value
+        elif name == "--target":
+            o.target, o.target_index = value, vi
+        elif name == "--log":
+            o.log, o.log_index = value, vi
+        elif name == "--pick-best":
+            o.pick_best, o.pick_index = value, vi
+        else:   # -o / --output
+            o.output, o.output_index = value, vi
+    if o.pick_best is not None:
+        if o.output is None:
+            raise cl.error(o.pick_index, "--pick-best needs -o OUT for the best records")
+        return o
     if o.input is None:
         raise cl.error(-1, "no template given")
+    if o.space:
+        return o
+    if o.trials is None or o.log is None:
+        raise cl.error(-1, "give --trials N and --log FILE to tune (or --space to print the space)")
     return o
 
 
@@ -61,21 +159,106 @@ class Driver(ToolDriver):
         from ..ir.diagnostics import DiagnosticError
         try:
             o = parse_args(argv, self.cl)
-            fname, text = self.read_input(o.input, o.input_index)
-            from ..autotvm.space import templates
-            from ..parser import parse_module
-            found = templates(parse_module(text, fname))
-            if not found:
-                raise self.cl.error(o.input_index, f"'{o.input}' has no te.func with knobs "
-                                                   f"(#tune.knob<\"NAME\", [CANDIDATES]>)")
-            sys.stdout.write("\n".join(space.describe() for _, space in found) + "\n")
-            return 0
+            if o.pick_best is not None:
+                return self.pick_best(o)
+            found = self.templates(o)
+            if o.space:
+                sys.stdout.write("\n".join(space.describe() for _, space in found) + "\n")
+                return 0
+            return self.tune(o)
         except DiagnosticError as e:
             self.report(e)
             return 1
+        except KeyboardInterrupt:
+            sys.stderr.write("tvm-tune: interrupted\n")
+            return 130
         except Exception as e:   # a bug: one line saying where, not a traceback
             report_internal_error(e)
             return 1
+
+    def templates(self, o):
+        from ..autotvm.space import templates
+        from ..parser import parse_module
+        fname, text = self.read_input(o.input, o.input_index)
+        self.module = parse_module(text, fname)
+        found = templates(self.module)
+        if not found:
+            raise self.cl.error(o.input_index, f"'{o.input}' has no te.func with knobs "
+                                               f"(#tune.knob<\"NAME\", [CANDIDATES]>)")
+        return found
+
+    def pick_best(self, o) -> int:
+        from ..autotvm.record import load, pick_best
+        from ..ir.files import write_atomic
+        self.check_distinct(o.output, o.output_index, o.pick_best)
+        records = load(o.pick_best)
+        best = pick_best(records)
+        write_atomic(o.output, "".join(r.to_json() + "\n" for r in best))
+        sys.stderr.write(f"tvm-tune: kept {len(best)} of {len(records)} records (the best per workload "
+                         f"and target) in {o.output}\n")
+        return 0
+
+    def check_distinct(self, out, index, *inputs):
+        for p in inputs:
+            if p is not None and p != "-" and os.path.exists(out) and os.path.exists(p) \
+                    and os.path.samefile(out, p):
+                raise self.cl.error(index, f"'{out}' is also an input: refusing to overwrite it")
+
+    def tune(self, o) -> int:
+        from ..autotvm.callback import log_to_file, progress_bar
+        from ..autotvm.measure import LocalMeasurer, MeasureOption
+        from ..autotvm.record import LogWriter, load
+        from ..autotvm.task import extract_tasks
+        from ..autotvm.tuner import make_tuner
+        from ..backend.spec import TargetError, parse_target
+        try:
+            parse_target(o.target)
+        except TargetError as e:
+            raise self.cl.error(o.target_index, str(e), e.offset) from None
+        self.check_distinct(o.log, o.log_index, o.input)
+        previous = []
+        if os.path.exists(o.log) and os.path.getsize(o.log) > 0:
+            if not o.resume:
+                raise self.cl.error(o.log_index, f"'{o.log}' already holds records: give --resume to "
+                                                 f"continue it, or name another log")
+            previous = load(o.log)
+        tasks, _ = extract_tasks(self.module, o.target)
+        option = MeasureOption(number=o.number, repeat=o.repeat, min_repeat_ms=o.min_repeat_ms,
+                               timeout=o.timeout, build_timeout=o.build_timeout, n_parallel=o.parallel,
+                               flush_cache=o.flush_cache, check_correctness=o.check, seed=o.seed)
+        try:
+            writer = LogWriter(o.log)
+        except OSError as e:
+            raise self.cl.error(o.log_index, f"cannot write the log '{o.log}': {e.strerror}") from None
+        rows = []
+        with writer, LocalMeasurer(option) as measurer:
+            for i, task in enumerate(tasks, 1):
+                tuner = make_tuner(o.tuner, task, seed=o.seed)
+                done = tuner.load_history(previous) if previous else 0
+                transfer = getattr(tuner, "transfer", None)
+                if transfer is not None:
+                    transfer([r for r in previous if r.task == task.name and r.workload != task.workload])
+                bar = progress_bar(o.trials, f"[Task {i:2d}/{len(tasks):2d}] ", done=done)
+                try:
+                    tuner.tune(max(0, o.trials - done), early_stopping=o.early_stopping, measurer=measurer,
+                               callbacks=[log_to_file(writer), bar])
+                finally:
+                    bar.finish()
+                rows.append((task, done + tuner.trials, tuner))
+        sys.stdout.write(summary_table(rows, o.log))
+        return 0
+
+
+def summary_table(rows, log) -> str:
+    head = f"{'task':<28} {'trials':>6} {'failed':>6} {'default':>9} {'best':>9} {'speed-up':>8}  (GFLOPS)"
+    lines = [head]
+    for task, trials, tuner in rows:
+        d = task.flop / tuner.default_cost / 1e9 if tuner.default_cost else 0.0
+        b = tuner.best_flops / 1e9
+        up = f"{b / d:7.2f}x" if d else "      -"
+        lines.append(f"{task.name[:28]:<28} {trials:>6} {tuner.failed:>6} {d:9.2f} {b:9.2f} {up:>8}")
+    lines.append(f"records in {log}")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,145 @@
+"""Tuning tasks: one per workload.
+
+A task is a template (a te.func with knobs) for one target.  Its
+**workload** is what a tuning record is filed under, AutoTVM's
+``(task name, args)``: the name is the func's ``task`` attribute when it
+has one (``te.func @f(...) attributes {task = "matmul"}``), else its
+symbol; the args are its parameters as ``["TENSOR", SHAPE, DTYPE]``.  Two
+kernels with the same workload share one task.  The task's ``code_hash`` is
+a hash of the template's text (its symbol left out), so a record measured
+on another template of the same name and shapes never applies.
+
+Tasks travel to measurement workers as text: :meth:`Task.instantiate`
+parses the template and writes one config's values in place of its knobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from .record import workload_key
+
+FLOAT_OPS = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
+             "arith.negf", "arith.fma"}
+
+
+@dataclass
+class Task:
+    name: str
+    args: list
+    target: str
+    text: str                 # the te.func, knobs and all, printed alone
+    code_hash: str
+    flop: int = 0
+    build_target: str = ""    # what code is generated for (the user's string: "llvm" is the host
+                              # with all its features; `target` only names the CPU)
+    space: object = field(default=None, repr=False, compare=False)   # its ConfigSpace, parsed once
+
+    @property
+    def workload(self) -> str:
+        return workload_key(self.name, self.args)
+
+    @property
+    def config_space(self):
+        if self.space is None:
+            from ..parser import parse_module
+            from .space import templates
+            (_, self.space), = templates(parse_module(self.text, f"<task {self.name}>"))
+        return self.space
+
+    def instantiate(self, index: int):
+        """A module holding the template with config `index` written in."""
+        from ..parser import parse_module
+        from .space import templates
+        m = parse_module(self.text, f"<task {self.name}>")
+        (_, space), = templates(m)
+        from .space import instantiate
+        instantiate(space, space.get(index))
+        return m
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["space"] = None   # workers parse the text again
+        return d
+
+
+def canonical_target(target: str | None) -> str:
+    """The target string a record is filed under: the host CPU spelled out
+    (``llvm`` on this machine is ``llvm -mcpu=znver4``), so a log tuned on
+    another CPU is told apart."""
+    from ..backend.spec import parse_target
+    t = parse_target(target or "llvm")
+    if t.kind == "llvm" and t.mcpu in (None, "native"):
+        from ..backend.llvm.target import LLVMTarget
+        _, cpu, _ = t.resolved()
+        t = LLVMTarget(t.triple, cpu, t.mattr)
+    return str(t)
+
+
+def dtype_name(element_type) -> str:
+    from ..ir.types import to_numpy_dtype
+    import numpy as np
+    return np.dtype(to_numpy_dtype(element_type)).name
+
+
+def tensor_args(func) -> list:
+    from ..ir import types as T
+    out = []
+    for a in func.args:
+        t = a.type
+        if isinstance(t, T.TensorType):
+            out.append(["TENSOR", list(t.shape), dtype_name(t.element_type)])
+        else:
+            out.append(str(t))
+    return out
+
+
+def estimate_flop(func) -> int:
+    """Floating-point operations of the template's computes: per output
+    element, its float arithmetic and one combine per reduction step."""
+    from ..dialects.te.ops import ComputeOp
+    total = 0
+    for op in func.body.ops:
+        if not isinstance(op, ComputeOp):
+            continue
+        t = op.results[0].type
+        n = 1
+        for d in t.shape:
+            n *= d or 1
+        for e in op.attributes.get("reduce_extents") or ():
+            n *= e
+        body = sum(1 for o in op.walk() if o.name in FLOAT_OPS)
+        if op.attributes.get("reducer"):
+            body += 1
+        total += n * max(body, 1)
+    return total
+
+
+def task_of(func, target: str, build_target: str = "") -> Task:
+    """The task of one template (a te.func with knobs)."""
+    from ..ir.printer import print_op
+    name = func.attributes.get("task") or func.attributes["sym_name"]
+    text = print_op(func)
+    anonymous = re.sub(r"^te\.func @[\w.$-]+", "te.func @_", text, count=1)
+    code_hash = hashlib.sha256(anonymous.encode()).hexdigest()[:16]
+    return Task(str(name), tensor_args(func), target, text, code_hash, estimate_flop(func),
+                build_target or target)
+
+
+def extract_tasks(module, target: str | None = None) -> tuple[list[Task], dict]:
+    """The distinct tasks of a module's templates, in order, and for each
+    template symbol the task it belongs to."""
+    from .space import templates
+    build_target = target or "llvm"
+    target = canonical_target(build_target)
+    tasks, by_key, of_func = [], {}, {}
+    for func, _space in templates(module):
+        t = task_of(func, target, build_target)
+        key = (t.workload, t.code_hash)
+        if key not in by_key:
+            by_key[key] = t
+            tasks.append(t)
+        of_func[func.attributes["sym_name"]] = by_key[key]
+    return tasks, of_func

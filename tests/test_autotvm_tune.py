@@ -1,0 +1,204 @@
+"""AutoTVM tuning: the log (AutoTVM v0.2 JSON lines), measurement that
+survives crashing, hanging and wrong candidates, tvm-tune, resuming a killed
+run, and applying the best records (--apply-history-best)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
+from tvmd.autotvm.record import ErrorNo, LogWriter, Record, load, pick_best
+from tvmd.autotvm.tuner import make_tuner
+from tvmd.ir.diagnostics import DiagnosticError
+from tvmd.testing.autotvm_faults import FAULTS, faulty_task
+
+MATMUL = """te.func @matmul(%A: tensor<24x40xf32>, %B: tensor<40x20xf32>) -> tensor<24x20xf32> {
+  %C = te.compute [%i, %j] reduce [%k: 40] "sum" : tensor<24x20xf32> {
+    %a = te.read %A[%i, %k] : f32
+    %b = te.read %B[%k, %j] : f32
+    %m = arith.mulf %a, %b : f32
+    yield %m
+  }
+  %i, %j, %k = te.axes %C
+  %io, %ii = te.split %i {factor = #tune.knob<"tile_i", [1, 4, 5, 24], 4>}
+  %jo, %ji = te.split %j {factor = #tune.knob<"tile_j", [3, 8, 20]>}
+  %ko, %ki = te.split %k {factor = #tune.knob<"tile_k", [1, 7, 8]>}
+  te.reorder %io, %jo, %ko, %ii, %ki, %ji
+  te.vectorize %ji
+  te.parallel %io
+  return %C
+}
+"""
+
+
+def tool(name, *args, **kw):
+    code = f"import sys; from tvmd.tools.{name} import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, **kw)
+
+
+def record(index=3, cost=1e-3, error_no=0, target="llvm -mcpu=znver4", task="matmul", code_hash="abc"):
+    return Record(target, task, [["TENSOR", [24, 40], "float32"]], index, [["tile_i", "ot", 4]], [cost, cost],
+                  error_no, 0.5, 1.7e9, code_hash)
+
+
+def test_record_has_autotvm_v02_fields_and_round_trips():
+    r = record()
+    d = json.loads(r.to_json())
+    assert d["input"] == ["llvm -mcpu=znver4", "matmul", [["TENSOR", [24, 40], "float32"]], {}]
+    assert d["config"] == {"index": 3, "code_hash": "abc", "entity": [["tile_i", "ot", 4]]}
+    assert d["result"] == [[1e-3, 1e-3], 0, 0.5, 1.7e9]
+    assert d["version"] == 0.2 and "tvmd_version" in d
+    assert Record.from_json(r.to_json()) == r
+
+
+def test_pick_best_keeps_the_fastest_success_per_workload_and_target():
+    rs = [record(1, 3e-3), record(2, 1e-3), record(3, 1e-4, ErrorNo.WRONG_ANSWER), record(4, 2e-3),
+          record(5, 5e-3, target="llvm -mcpu=skylake"), record(6, 1e-3, task="other")]
+    best = pick_best(rs)
+    assert sorted((r.task, r.target, r.index) for r in best) == [
+        ("matmul", "llvm -mcpu=skylake", 5), ("matmul", "llvm -mcpu=znver4", 2), ("other", "llvm -mcpu=znver4", 6)]
+
+
+def test_a_bad_log_line_is_a_located_error(tmp_path):
+    p = tmp_path / "log.json"
+    p.write_text(record().to_json() + "\n" + '{"input": 1}\n')
+    with pytest.raises(DiagnosticError) as info:
+        load(p)
+    d = info.value.diagnostics[0]
+    assert d.loc.file_line_col()[:2] == (str(p), 2) and "not an AutoTVM v0.2 record" in d.message
+
+
+def test_an_unfinished_last_line_is_dropped_on_resume(tmp_path):
+    p = tmp_path / "log.json"
+    good = record().to_json() + "\n"
+    p.write_text(good + good[:40])   # killed while writing the second record
+    assert len(load(p)) == 1
+    with LogWriter(p) as w:
+        w.write(record(7))
+    assert [r.index for r in load(p)] == [3, 7]
+    assert p.read_text().count("\n") == 2
+
+
+def test_every_failure_is_one_record_and_measurement_goes_on():
+    task = faulty_task()
+    with LocalMeasurer(MeasureOption(timeout=2, repeat=2)) as m:
+        m.ensure_reference(task)   # "ok", the default: the outputs others are checked against
+        recs = m.measure(task, list(range(len(FAULTS))))
+        again = m.measure(task, [FAULTS.index("faster")])   # the workers were replaced
+    codes = {FAULTS[r.index]: r.error_no for r in recs}
+    assert codes == {"ok": ErrorNo.NO_ERROR, "faster": ErrorNo.NO_ERROR, "wrong": ErrorNo.WRONG_ANSWER,
+                     "hang": ErrorNo.RUN_TIMEOUT, "crash": ErrorNo.RUNTIME_DEVICE,
+                     "badschedule": ErrorNo.INSTANTIATION_ERROR}
+    msgs = {FAULTS[r.index]: r.error_msg for r in recs}
+    assert "SIGSEGV" in msgs["crash"] and "timed out" in msgs["hang"] and "wrong answer" in msgs["wrong"]
+    assert all(r.costs == [1e9] for r in recs if not r.ok)
+    assert again[0].ok and len(again[0].costs) == 2
+
+
+def test_tuning_survives_faulty_candidates_and_logs_each(tmp_path):
+    task = faulty_task()
+    log = tmp_path / "faulty.json"
+    from tvmd.autotvm.callback import log_to_file
+    with LogWriter(log) as w:
+        tuner = make_tuner("grid", task)
+        tuner.tune(len(FAULTS), measure_option=MeasureOption(timeout=2), callbacks=[log_to_file(w)])
+    recs = load(log)
+    assert sorted(r.index for r in recs) == list(range(len(FAULTS)))
+    assert tuner.failed == 4 and FAULTS[tuner.best_index] in ("ok", "faster")
+
+
+def lower_and_run(text, a, b):
+    from tvmd.backend.llvm import jit
+    from tvmd.ir.pass_manager import PassManager, instantiate, parse_pipeline
+    from tvmd.ir.registry import get_pass_class
+    from tvmd.parser import parse_module
+    from tvmd.runtime.executor import allocate_outputs
+    m = parse_module(text)
+    PassManager(instantiate(parse_pipeline("apply-schedule,lower-te-to-tir,lower-tir"), get_pass_class)).run(m)
+    f = next(op for op in m.body.ops if op.name == "tir.func")
+    outs = allocate_outputs(f)
+    jit.compile(m)[f.sym_name](a, b, *outs)
+    return outs[0]
+
+
+def test_tvm_tune_then_apply_history_best(tmp_path):
+    src = tmp_path / "mm.te"
+    src.write_text(MATMUL)
+    log = tmp_path / "tune.json"
+    r = tool("tune_main", src, "--trials", 6, "--log", log, "--tuner", "random", "--min-repeat-ms", 1)
+    assert r.returncode == 0, r.stderr
+    assert "matmul" in r.stdout and "Traceback" not in r.stderr
+    recs = load(log)
+    assert len(recs) == 6 and all(x.ok for x in recs) and len({x.index for x in recs}) == 6
+    assert recs[0].index == 1   # the default config comes first
+    best = min(recs, key=lambda x: x.mean_cost)
+
+    r = tool("opt_main", src, f"--apply-history-best={log}")
+    assert r.returncode == 0, r.stderr
+    factors = [int(line.split("factor = ")[1].rstrip("}")) for line in r.stdout.splitlines() if "te.split" in line]
+    v = best.values()
+    assert factors == [v["tile_i"], v["tile_j"], v["tile_k"]]
+    assert "warning" not in r.stderr
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((24, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 20)).astype(np.float32)
+    np.testing.assert_allclose(lower_and_run(r.stdout, a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+    # a log tuned for another CPU never applies silently
+    r = tool("opt_main", src, f"--apply-history-best=log={log} target=\"llvm -mcpu=skylake\"")
+    assert r.returncode == 0, r.stderr
+    assert "tuned for 'llvm -mcpu=" in r.stderr and "1 of 1 tunable kernel(s) have no record" in r.stderr
+    # an existing log is not mixed into without --resume
+    r = tool("tune_main", src, "--trials", 6, "--log", log)
+    assert r.returncode == 1 and "give --resume" in r.stderr and len(load(log)) == 6
+
+    out = tmp_path / "best.json"
+    r = tool("tune_main", "--pick-best", log, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert [x.index for x in load(out)] == [best.index]
+
+
+def test_a_killed_tuner_resumes(tmp_path):
+    src = tmp_path / "mm.te"
+    src.write_text(MATMUL)
+    log = tmp_path / "tune.json"
+    args = [src, "--trials", 20, "--log", log, "--tuner", "grid", "--min-repeat-ms", 1]
+    code = "import sys; from tvmd.tools.tune_main import main; sys.exit(main())"
+    p = subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and (not log.exists() or log.read_text().count("\n") < 5):
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    before = load(log)
+    assert 5 <= len(before) < 20
+    r = tool("tune_main", *args, "--resume")
+    assert r.returncode == 0, r.stderr
+    after = load(log)
+    assert len(after) == 20
+    assert len({x.index for x in after}) == 20   # nothing measured twice
+    assert [x.index for x in after[:len(before)]] == [x.index for x in before]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--trials", "0", "--log", "x.json"], "--trials takes an integer >= 1"),
+    (["--trials", "3"], "give --trials N and --log FILE"),
+    (["--trials", "3", "--log", "x.json", "--tuner", "sa"], "unknown tuner 'sa'"),
+    (["--trials", "3", "--log", "x.json", "--target", "llvm -mcpu=nope"], "unknown CPU 'nope'"),
+    (["--trials", "3", "--log", "x.json", "--timeout", "nan"], "--timeout takes a finite number"),
+])
+def test_tvm_tune_bad_arguments(tmp_path, args, message):
+    src = tmp_path / "mm.te"
+    src.write_text(MATMUL)
+    r = tool("tune_main", src, *args, cwd=tmp_path)
+    assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
+    assert "<command line>:1:" in r.stderr
+    assert not (tmp_path / "x.json").exists()
