@@ -66,13 +66,17 @@ class HistoryBest:
         return lines
 
 
-def apply_best(module, history: HistoryBest) -> tuple[int, int]:
+def apply_best(module, history: HistoryBest | None) -> tuple[int, int]:
     """Write the best config into each template of `module` (the default
-    where there is none).  Returns (applied, fell back)."""
+    where there is none; with no history, the defaults, silently: an
+    untuned build).  Returns (applied, fell back)."""
     from .space import instantiate, templates
     from .task import task_of
     applied = fell_back = 0
     for func, space in templates(module):
+        if history is None:
+            instantiate(space, space.default())
+            continue
         task = task_of(func, history.target)
         r = history.query(task)
         entity = space.default()
@@ -82,6 +86,7 @@ def apply_best(module, history: HistoryBest) -> tuple[int, int]:
         else:
             fell_back += 1
         instantiate(space, entity)
-    history.applied += applied
-    history.fell_back += fell_back
+    if history is not None:
+        history.applied += applied
+        history.fell_back += fell_back
     return applied, fell_back

@@ -252,6 +252,30 @@ def _exit_text(code) -> str:
     return f"the process exited (code {code})"
 
 
+def build_on(w: Worker, task, index: int, option: MeasureOption) -> BuildResult:
+    """Build one config on the build worker `w` (here, or on a Dask worker:
+    measure_dask.py); a lost worker or an error becomes the BuildResult."""
+    try:
+        return w.call("build", (task, index), option.build_timeout)
+    except WorkerLost as e:
+        no = ErrorNo.BUILD_TIMEOUT if e.timed_out else ErrorNo.COMPILE_HOST
+        return BuildResult(index, no, f"build {e}")
+    except RuntimeError as e:
+        return BuildResult(index, ErrorNo.COMPILE_HOST, str(e))
+
+
+def run_on(w: Worker, b: BuildResult, option: MeasureOption, target: str):
+    """(costs, outputs, error_no, error_msg) of running a built config on
+    the runner `w`; a crash, a timeout or an error becomes the error code."""
+    try:
+        costs, outs = w.call("run", (b, option, target), option.timeout)
+        return costs, outs, ErrorNo.NO_ERROR, None
+    except WorkerLost as e:
+        return None, None, ErrorNo.RUN_TIMEOUT if e.timed_out else ErrorNo.RUNTIME_DEVICE, f"run {e}"
+    except RuntimeError as e:
+        return None, None, ErrorNo.RUNTIME_DEVICE, str(e)
+
+
 def cpu_count() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -259,27 +283,16 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-class LocalMeasurer:
-    """Builds on ``n_parallel`` local processes, runs on one."""
+class Measurer:
+    """What every measurer shares: measuring a batch, checking outputs,
+    making records.  A subclass says how to build and run (here: local
+    processes; autotvm/measure_dask.py: a Dask cluster) by implementing
+    ``build(task, indices) -> [BuildResult]``, ``run(task, build_result) ->
+    (costs, outputs, error_no, error_msg)``, ``n_parallel`` and ``close()``."""
 
     def __init__(self, option: MeasureOption | None = None):
         self.option = option or MeasureOption()
-        n = self.option.n_parallel or cpu_count()
-        self.builders = [Worker() for _ in range(n)]
-        self.runner = Worker(max_calls=200)
-        self.pool = ThreadPoolExecutor(n)
-        self.free = list(self.builders)
-        self.lock = threading.Lock()
         self.reference = {}   # task workload -> outputs of the reference config
-
-    @property
-    def n_parallel(self) -> int:
-        return len(self.builders)
-
-    def close(self):
-        self.pool.shutdown()
-        for w in self.builders + [self.runner]:
-            w.stop()
 
     def __enter__(self):
         return self
@@ -287,34 +300,8 @@ class LocalMeasurer:
     def __exit__(self, *exc):
         self.close()
 
-    # building
-    def _build_one(self, task, index):
-        with self.lock:
-            w = self.free.pop()
-        try:
-            return w.call("build", (task, index), self.option.build_timeout)
-        except WorkerLost as e:
-            no = ErrorNo.BUILD_TIMEOUT if e.timed_out else ErrorNo.COMPILE_HOST
-            return BuildResult(index, no, f"build {e}")
-        except RuntimeError as e:
-            return BuildResult(index, ErrorNo.COMPILE_HOST, str(e))
-        finally:
-            with self.lock:
-                self.free.append(w)
-
-    def build(self, task, indices):
-        return list(self.pool.map(lambda i: self._build_one(task, i), indices))
-
-    # running
-    def run(self, task, b: BuildResult):
-        """(costs, outputs, error_no, error_msg) of one built config."""
-        try:
-            costs, outs = self.runner.call("run", (b, self.option, task.build_target), self.option.timeout)
-            return costs, outs, ErrorNo.NO_ERROR, None
-        except WorkerLost as e:
-            return None, None, ErrorNo.RUN_TIMEOUT if e.timed_out else ErrorNo.RUNTIME_DEVICE, f"run {e}"
-        except RuntimeError as e:
-            return None, None, ErrorNo.RUNTIME_DEVICE, str(e)
+    def close(self):
+        pass
 
     def measure(self, task, indices) -> list[Record]:
         """One record per config, in the order given."""
@@ -353,6 +340,47 @@ class LocalMeasurer:
             return None
         (rec,) = self.measure(task, [task.config_space.default().index])
         return rec
+
+
+
+class LocalMeasurer(Measurer):
+    """Builds on ``n_parallel`` local processes, runs on one."""
+
+    def __init__(self, option: MeasureOption | None = None):
+        super().__init__(option)
+        n = self.option.n_parallel or cpu_count()
+        self.builders = [Worker() for _ in range(n)]
+        self.runner = Worker(max_calls=200)
+        self.pool = ThreadPoolExecutor(n)
+        self.free = list(self.builders)
+        self.lock = threading.Lock()
+
+    @property
+    def n_parallel(self) -> int:
+        return len(self.builders)
+
+    def close(self):
+        self.pool.shutdown()
+        for w in self.builders + [self.runner]:
+            w.stop()
+
+    # building
+    def _build_one(self, task, index):
+        with self.lock:
+            w = self.free.pop()
+        try:
+            return build_on(w, task, index, self.option)
+        finally:
+            with self.lock:
+                self.free.append(w)
+
+    def build(self, task, indices):
+        return list(self.pool.map(lambda i: self._build_one(task, i), indices))
+
+    # running
+    def run(self, task, b: BuildResult):
+        """(costs, outputs, error_no, error_msg) of one built config."""
+        return run_on(self.runner, b, self.option, task.build_target)
 
 
 def compare_outputs(ref, outs) -> str | None:

@@ -157,10 +157,14 @@ def graph_pipeline(opt_level, target="llvm"):
 
 
 def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entry="main",
-          tir_passes=("lower-tir",), source_name="<model>", codegen_opt_level=None) -> CompiledModel:
+          tir_passes=("lower-tir",), source_name="<model>", codegen_opt_level=None,
+          tuning_log=None) -> CompiledModel:
     """Compile relay `module` (an IR module or relay text); see the module docstring.
     `codegen_opt_level` is LLVM's -O level (default: `opt_level`); 0 compiles
-    several times faster, for many small models (the ONNX conformance suite)."""
+    several times faster, for many small models (the ONNX conformance suite).
+    `tuning_log`: an AutoTVM log (a path, or a list of records) whose best
+    config per workload each kernel's schedule takes (autotvm/dispatch.py);
+    what has no record keeps its default, and one line says how many."""
     from ..ir.pass_manager import PassContext
     from .executor import Executor
     if opt_level not in (0, 1, 2, 3):
@@ -188,7 +192,11 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
             return CompiledModel(module, entry, "interpreter", None, [], [], times, ctx.stats,
                                  reason=f"@{entry} is not straight-line relay (control flow or closures)")
         t0 = time.perf_counter()
-        kernels, interpreted = lower_kernels(module, target, fallback, tir_passes, ctx, report)
+        history = _history(tuning_log, target)
+        kernels, interpreted = lower_kernels(module, target, fallback, tir_passes, ctx, report, history)
+        if history is not None:
+            for line in history.report():
+                sys.stderr.write(f"tvmd: {line}\n")
         times["lower"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         lib = None
@@ -209,7 +217,17 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
     return CompiledModel(module, entry, "compiled", ex, interpreted, kernels, times, ctx.stats)
 
 
-def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
+def _history(tuning_log, target):
+    if tuning_log is None:
+        return None
+    from ..autotvm.dispatch import HistoryBest
+    from ..autotvm.record import load
+    if isinstance(tuning_log, (str, bytes)) or hasattr(tuning_log, "__fspath__"):
+        return HistoryBest(load(tuning_log), str(target), str(tuning_log))
+    return HistoryBest(list(tuning_log), str(target))
+
+
+def lower_kernels(module, target, fallback, tir_passes, ctx, report=None, history=None):
     """Lower every primitive relay function to a tir.func, one at a time;
     returns (kernel names, [(name, why) left to the interpreter])."""
     from ..conversion.relay_to_te.outline import outline_loose_ops
@@ -234,7 +252,7 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
         if report:
             report("lower", i + 1, len(prims), name)
         try:
-            func = _lower_alone(rf, target, schedule, to_tir, tir, ctx)
+            func = _lower_alone(rf, target, schedule, to_tir, tir, ctx, history)
         except Exception as e:
             if not fallback:
                 raise
@@ -251,7 +269,7 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None):
     return kernels, interpreted
 
 
-def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx):
+def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx, history=None):
     """The tir.func for primitive function `rf`, built in a scratch module
     (detached from it); `rf` itself is not touched."""
     from ..conversion.relay_to_te.pass_ import lower_function
@@ -260,6 +278,8 @@ def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx):
     clone = rf.clone()
     scratch.body.append(clone)
     tf = lower_function(scratch, clone, True, str(target).split()[0])
+    from ..autotvm.dispatch import apply_best
+    apply_best(scratch, history)   # the best config of the tuning log, or silently the defaults
     schedule.run_on(tf, ctx)
     to_tir.run_on(tf, ctx)
     func = scratch.lookup(rf.sym_name)

@@ -26,8 +26,12 @@ def lower(text, pipeline):
 
 
 def te_and_kernel(relay_text):
-    """(te text after --lower-relay-to-te, the compiled kernel, its tir.func)."""
-    te = print_module(lower(relay_text, "fuse-ops,lower-relay-to-te"))
+    """(te text after --lower-relay-to-te with the template's knobs at their
+    defaults, the compiled kernel, its tir.func)."""
+    from tvmd.autotvm.dispatch import apply_best
+    m = lower(relay_text, "fuse-ops,lower-relay-to-te")
+    apply_best(m, None)
+    te = print_module(m)
     m = lower(te, "lower-te-to-tir,tir-simplify")
     f = next(op for op in m.body.ops if op.name == "tir.func")
     return te, jit.compile(m)[f.sym_name], f

@@ -4,6 +4,7 @@
              [--early-stopping K] [--resume] [--target T] [--seed S]
              [--number N] [--repeat R] [--min-repeat-ms MS] [--timeout S]
              [--build-timeout S] [--parallel N] [--flush-cache] [--no-check]
+             [--cluster tcp://host:8786]
     tvm-tune --space template.te
     tvm-tune --pick-best in.json -o best.json
 
@@ -48,6 +49,7 @@ HELP = """Tunes AutoTVM templates: te functions whose schedule ops take knobs,
                        lasts MS, default 20)
   --timeout S          seconds a run may take (default 10); --build-timeout S (default 60)
   --parallel N         build workers (default: the cores)
+  --cluster ADDRESS    build and run on a Dask cluster (tcp://host:8786); the tuner stays here
   --flush-cache        flush the caches before each timed round
   --no-check           do not compare outputs with the default config's
   --space FILE         print each template's knobs (candidates, length, default) and
@@ -59,7 +61,7 @@ TUNERS = ("xgb", "ga", "random", "grid")
 INT_FLAGS = {"--trials": 1, "--early-stopping": 1, "--seed": 0, "--number": 1, "--repeat": 1, "--parallel": 1}
 FLOAT_FLAGS = {"--min-repeat-ms": 0.0, "--timeout": 1e-3, "--build-timeout": 1e-3}
 VALUE_FLAGS = set(INT_FLAGS) | set(FLOAT_FLAGS) | {"--log", "--tuner", "--target", "--pick-best", "-o",
-                                                    "--output"}
+                                                    "--output", "--cluster"}
 
 
 class Options:
@@ -78,6 +80,7 @@ class Options:
         self.timeout, self.build_timeout, self.parallel = 10.0, 60.0, 0
         self.pick_best = self.output = None
         self.pick_index = self.output_index = None
+        self.cluster = self.cluster_index = None
 
 
 def parse_args(argv, cl) -> Options:
@@ -127,6 +130,8 @@ def parse_args(argv, cl) -> Options:
             o.target, o.target_index = value, vi
         elif name == "--log":
             o.log, o.log_index = value, vi
+        elif name == "--cluster":
+            o.cluster, o.cluster_index = value, vi
         elif name == "--pick-best":
             o.pick_best, o.pick_index = value, vi
         else:   # -o / --output
@@ -206,7 +211,7 @@ class Driver(ToolDriver):
 
     def tune(self, o) -> int:
         from ..autotvm.callback import log_to_file, progress_bar
-        from ..autotvm.measure import LocalMeasurer, MeasureOption
+        from ..autotvm.measure import MeasureOption
         from ..autotvm.record import LogWriter, load
         from ..autotvm.task import extract_tasks
         from ..autotvm.tuner import make_tuner
@@ -226,27 +231,39 @@ class Driver(ToolDriver):
         option = MeasureOption(number=o.number, repeat=o.repeat, min_repeat_ms=o.min_repeat_ms,
                                timeout=o.timeout, build_timeout=o.build_timeout, n_parallel=o.parallel,
                                flush_cache=o.flush_cache, check_correctness=o.check, seed=o.seed)
+        measurer = self.measurer(o, option)
         try:
             writer = LogWriter(o.log)
         except OSError as e:
+            measurer.close()
             raise self.cl.error(o.log_index, f"cannot write the log '{o.log}': {e.strerror}") from None
-        rows = []
-        with writer, LocalMeasurer(option) as measurer:
+        rows, seen = [], list(previous)
+        with writer, measurer:
             for i, task in enumerate(tasks, 1):
                 tuner = make_tuner(o.tuner, task, seed=o.seed)
-                done = tuner.load_history(previous) if previous else 0
-                transfer = getattr(tuner, "transfer", None)
-                if transfer is not None:
-                    transfer([r for r in previous if r.task == task.name and r.workload != task.workload])
+                # its own records resume it; other tasks' of the same template (this run's
+                # too) pretrain a model-based tuner (transfer learning)
+                done = tuner.load_history(seen) if seen else 0
                 bar = progress_bar(o.trials, f"[Task {i:2d}/{len(tasks):2d}] ", done=done)
                 try:
                     tuner.tune(max(0, o.trials - done), early_stopping=o.early_stopping, measurer=measurer,
-                               callbacks=[log_to_file(writer), bar])
+                               callbacks=[log_to_file(writer), bar, lambda _t, _i, rs: seen.extend(rs)])
                 finally:
                     bar.finish()
                 rows.append((task, done + tuner.trials, tuner))
         sys.stdout.write(summary_table(rows, o.log))
         return 0
+
+
+    def measurer(self, o, option):
+        if o.cluster is None:
+            from ..autotvm.measure import LocalMeasurer
+            return LocalMeasurer(option)
+        from ..autotvm.measure_dask import DaskMeasurer
+        try:
+            return DaskMeasurer(o.cluster, option)
+        except ConnectionError as e:
+            raise self.cl.error(o.cluster_index, str(e)) from None
 
 
 def summary_table(rows, log) -> str:

@@ -46,12 +46,23 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
 
 A compute the heuristics do not recognise still gets the elementwise
 tiling: the schedule never fails on a well-formed te.func.
+
+The schedule is an AutoTVM template (docs/autotvm.md): each tile size it
+picks is written as a knob, ``#tune.knob<"STAGE.NAME", [CANDIDATES],
+CHOICE>``, whose default is the choice above and whose other candidates are
+the sizes that divide the axis (so every config is as legal as the
+default): ``vector`` (the split of the last axis), ``block`` (the blocked
+axis), ``rows`` / ``cols`` (a GEMM tile), ``lanes`` (a row reduction's
+vector pragma).  Untuned, every knob takes its default: the build is
+exactly the schedule described here.  The structure (what is packed,
+inlined, blocked, computed where) stays the heuristics' choice.
 """
 
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
 from ...dialects.te.ops import ComputeOp, ReadOp
+from ...ir.attributes import DialectAttr
 
 BLOCKS = (16, 8, 7, 4)   # register blocking: the largest that divides (7: CNN widths 28, 56, 112)
 MAX_ACCUMULATORS = 16  # vector registers a blocked tile may use
@@ -59,6 +70,23 @@ MAX_ACCUMULATORS = 16  # vector registers a blocked tile may use
 
 def vector_factor(n):
     return next((f for f in (16, 8, 4) if n % f == 0), None)
+
+
+# the sizes a knob offers besides its default, those that divide the axis
+VECTOR_CANDIDATES = (4, 8, 16, 32, 64)
+BLOCK_CANDIDATES = (1, 2, 4, 7, 8, 16)
+LANE_CANDIDATES = (4, 8, 16, 32)
+
+
+def knob(stage, name, default, candidates, extent=None):
+    """The value a schedule op takes: a #tune.knob named STAGE.NAME whose
+    default is `default` and whose other candidates are those of
+    `candidates` that divide `extent` (all of them when it is None); the
+    plain number when that leaves no choice."""
+    cands = {c for c in candidates if extent is None or (c <= extent and extent % c == 0)} | {default}
+    if len(cands) == 1:
+        return default
+    return DialectAttr("tune.knob", (f"{stage.name or 'stage'}.{name}", tuple(sorted(cands)), default))
 
 
 def output_computes(outputs):
@@ -243,7 +271,9 @@ def tile_row_reduction(s, c):
     # LLVM recognises these as reductions; others (argmax's index search, an
     # integer min over a select) it may refuse, with a remark, so they stay scalar
     if ext >= 4 and c.reducer in ("sum", "max", "min", "prod") and _is_float(c.tensor_type.element_type):
-        s._op("te.pragma", [red[-1]], llvm_vectorize=min(16, 1 << (ext.bit_length() - 1)))
+        lanes = min(16, 1 << (ext.bit_length() - 1))
+        s._op("te.pragma", [red[-1]], llvm_vectorize=knob(c.results[0], "lanes", lanes,
+                                                          [x for x in LANE_CANDIDATES if x <= ext]))
 
 
 def _is_float(t):
@@ -266,10 +296,12 @@ def tile(s, st, block):
         vf = 32   # two vectors per row of the tile: half the loads per FMA
     inner = []
     if vf:
-        sp[-1], li = s.split(sp[-1], factor=vf)
+        sp[-1], li = s.split(sp[-1], factor=knob(st.value, "vector", vf, VECTOR_CANDIDATES, st.shape[-1]))
         inner = [li]
         if block is not None:
-            sp[block], bi = s.split(sp[block], factor=block_factor(st.shape[block], vf))
+            bf = block_factor(st.shape[block], vf)
+            sp[block], bi = s.split(sp[block], factor=knob(st.value, "block", bf, BLOCK_CANDIDATES,
+                                                           st.shape[block]))
             inner.insert(0, bi)
     elif st.shape[-1] >= 4 and rank > 1 and not red:
         inner = [sp.pop()]    # vectorized whole: LLVM adds the remainder loop

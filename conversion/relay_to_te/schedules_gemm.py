@@ -124,11 +124,12 @@ def tile_gemm(s, st, mb, nb):
     GEMM accumulating in memory) fused into one parallel loop outside,
     column blocks outermost (a block of B then stays in cache while every
     row block reads it).  Returns the parallel loop."""
+    from .schedules import BLOCK_CANDIDATES, VECTOR_CANDIDATES, knob
     axes = st.axes(s)
     rank = st.rank
     sp, red = axes[:rank], axes[rank:]
-    jo, ji = s.split(sp[-1], factor=nb)
-    io, ii = s.split(sp[-2], factor=mb)
+    jo, ji = s.split(sp[-1], factor=knob(st.value, "cols", nb, VECTOR_CANDIDATES, st.shape[-1]))
+    io, ii = s.split(sp[-2], factor=knob(st.value, "rows", mb, BLOCK_CANDIDATES, st.shape[-2]))
     s.reorder(*sp[:-2], jo, io, *red, ii, ji)
     f = s.fuse(*sp[:-2], jo, io)
     s.parallel(f)

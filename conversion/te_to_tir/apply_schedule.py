@@ -52,7 +52,10 @@ class ApplySchedule(ModulePass):
 
     def run(self, module, ctx):
         self._load_file(module)
+        self._untuned = []
         super().run(module, ctx)
+        untuned, self._untuned = self._untuned, None
+        report_untuned(untuned)
 
     def _load_file(self, module):
         """Add the schedule file's blocks to `module`, once per module (a
@@ -69,27 +72,46 @@ class ApplySchedule(ModulePass):
             return
         if self.file and op.parent is not None:
             self._load_file(op.parent_op)
-        if fill_default_knobs(op):
+        filled = fill_default_knobs(op)
+        if filled:
             ctx.stat(self, "templates given their default config")
+            if getattr(self, "_untuned", None) is not None:
+                self._untuned.append(filled)   # reported once, by run()
+            else:
+                report_untuned([filled])
         if needs_schedule(op):
             apply_to_func(op)
             ctx.stat(self, "functions scheduled")
 
 
-def fill_default_knobs(func) -> bool:
+def fill_default_knobs(func):
     """A template (a te.func whose schedule has #tune.knob values) untuned:
-    each knob takes its default, and one warning says so.  Bad knobs are
-    located errors (autotvm/space.py)."""
+    each knob takes its default.  Returns (func, default values) when it
+    was one, else None.  Bad knobs are located errors (autotvm/space.py)."""
     from ...autotvm.space import config_space, instantiate
-    from ...ir.diagnostics import warning
     space = config_space(func)
     if not space.knobs:
-        return False
+        return None
     d = space.default()
     instantiate(space, d)
-    warning(func.loc, f"template @{func.attributes['sym_name']} is untuned: its {len(space.knobs)} knob(s) take "
-                      f"their defaults ({', '.join(f'{k}={v}' for k, v in d.values.items())})")
-    return True
+    return func, d.values
+
+
+def report_untuned(filled):
+    """One warning for the templates a run gave their defaults: the
+    template and its values when there is one, else how many (the default
+    schedules of a whole model are templates: one line, not one each)."""
+    from ...ir.diagnostics import warning
+    if not filled:
+        return
+    func, values = filled[0]
+    if len(filled) == 1:
+        warning(func.loc, f"template @{func.attributes['sym_name']} is untuned: its {len(values)} knob(s) take "
+                          f"their defaults ({', '.join(f'{k}={v}' for k, v in values.items())})")
+    else:
+        warning(func.loc, f"{len(filled)} templates are untuned: their knobs take their defaults "
+                          f"(first @{func.attributes['sym_name']}; tvm-tune tunes them, "
+                          f"--apply-history-best applies a tuning log)")
 
 
 def needs_schedule(func) -> bool:
@@ -107,6 +129,7 @@ def apply_to_func(func):
     from .stage_rewrite import rewrite_stages
     from .storage import realize_for
 
+    fill_default_knobs(func)   # a template called directly: its defaults (the passes say so first)
     rewrite_stages(func)
     sched = Schedule(func).read()
     live = [st for st in sched.stages if st.attach != "inline"]

@@ -48,6 +48,10 @@ class LowerTEToTIR(ModulePass):
 
     def run(self, module, ctx):
         from ...dialects.te.ops import FuncOp, ReducerOp
+        from .apply_schedule import fill_default_knobs, report_untuned
+        # templates not yet scheduled take their defaults, as --apply-schedule gives them
+        report_untuned([f for op in list(module.body.ops) if isinstance(op, FuncOp)
+                        for f in [fill_default_knobs(op)] if f])
         super().run(module, ctx)
         if not any(isinstance(op, FuncOp) for op in module.body.ops):
             for op in list(module.body.ops):   # user reducers were cloned into the loops
@@ -58,8 +62,11 @@ class LowerTEToTIR(ModulePass):
         from ...dialects.te.ops import FuncOp
         if not isinstance(op, FuncOp):
             return
-        from .apply_schedule import apply_to_func, needs_schedule
+        from .apply_schedule import apply_to_func, fill_default_knobs, needs_schedule, report_untuned
         if needs_schedule(op):
+            filled = fill_default_knobs(op)   # nested under te.func(...): one function at a time
+            if filled:
+                report_untuned([filled])
             apply_to_func(op)
         new = lower_func(op)
         op.parent.insert_before(op, new)

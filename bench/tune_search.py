@@ -1,0 +1,112 @@
+"""XGBoost tuner against random search on real measured tasks (a
+benchmark: prints numbers, never passes or fails).
+
+For each template in bench/templates/ (matmul/dense-like, 3-4 knobs,
+spaces of a few hundred to a few thousand configs) and each seed, both
+tuners get the same budget of trials through a fresh LocalMeasurer.  Per
+task it prints the best GFLOP/s each found, and the trials each needed to
+reach 95% of the best GFLOP/s either found with that seed (a tuner that
+never got there counts as the budget, marked '>'), with the ratio
+random / xgb (above 1: XGBoost got there sooner).
+
+    python bench/tune_search.py            # 5 tasks, 200 trials, 2 seeds (~30 min)
+    python bench/tune_search.py --quick    # 3 tasks, 64 trials, 2 seeds (~3 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEMPLATES = ["matmul_256", "matmul_512x128", "batch_matmul_8x128", "matmul_split_384", "dense_128x512"]
+PEAK = 240.0    # GFLOP/s fp32 of this machine: 2 Zen 4 cores
+
+
+def load_task(name):
+    from tvmd.autotvm.task import extract_tasks
+    from tvmd.parser import parse_module
+    path = os.path.join(HERE, "templates", name + ".te")
+    with open(path) as f:
+        (task,), _ = extract_tasks(parse_module(f.read(), path))
+    return task
+
+
+def run(task, kind, trials, seed, plan_size, feature_type):
+    """[(trial, GFLOP/s of that trial's config)] and the wall time."""
+    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
+    from tvmd.autotvm.tuner import make_tuner
+    kw = {"plan_size": plan_size, "feature_type": feature_type} if kind == "xgb" else {}
+    tuner = make_tuner(kind, task, seed=seed, **kw)
+    seen = []
+
+    def cb(t, inputs, records):
+        for r in records:
+            seen.append(task.flop / r.mean_cost / 1e9 if r.ok else 0.0)
+
+    t0 = time.perf_counter()
+    with LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5)) as m:
+        tuner.tune(trials, measurer=m, callbacks=[cb])
+    return seen, time.perf_counter() - t0
+
+
+def trials_to(seen, target):
+    for n, g in enumerate(seen, 1):
+        if g >= target:
+            return n, True
+    return len(seen), False
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="3 tasks, 64 trials, 2 seeds, plan size 16")
+    ap.add_argument("--tasks", nargs="*", help=f"templates to run (of {', '.join(TEMPLATES)})")
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--plan-size", type=int, default=64)
+    ap.add_argument("--feature-type", default="itervar", choices=["itervar", "knob"])
+    ap.add_argument("--tuners", nargs=2, default=["xgb", "random"], metavar=("MODEL", "BASELINE"))
+    a = ap.parse_args(argv)
+    names = a.tasks or TEMPLATES
+    if a.quick:
+        names = a.tasks or TEMPLATES[:3]
+        a.trials, a.seeds, a.plan_size = 64, 2, 16
+    model, base = a.tuners
+    print(f"budget {a.trials} trials, {a.seeds} seed(s), {model} (plan {a.plan_size}, "
+          f"{a.feature_type} features) vs {base}; machine limit ~{PEAK:.0f} GFLOP/s fp32")
+    # other work on the machine slows some measurements more than others: say how busy it was
+    print("load average at start: %.1f %.1f %.1f" % os.getloadavg())
+    ratios = []
+    for name in names:
+        task = load_task(name)
+        print(f"\n{name}: {len(task.config_space)} configs, {task.flop / 1e6:.0f} MFLOP")
+        rows = []
+        for seed in range(a.seeds):
+            res = {k: run(task, k, a.trials, seed, a.plan_size, a.feature_type) for k in (model, base)}
+            best = max(max(s, default=0.0) for s, _ in res.values())
+            to = {k: trials_to(s, 0.95 * best) for k, (s, _) in res.items()}
+            ratio = to[base][0] / to[model][0]
+            ratios.append(ratio)
+            rows.append((to, ratio))
+            cells = "  ".join(f"{k}: best {max(s, default=0):6.1f} GFLOP/s ({100 * max(s, default=0) / PEAK:4.1f}% "
+                              f"of peak), 95% at {'' if to[k][1] else '>'}{to[k][0]:3d} trials, "
+                              f"{dt:5.0f} s" for k, (s, dt) in res.items())
+            print(f"  seed {seed}: {cells}  ratio {ratio:.2f}")
+            sys.stdout.flush()
+        if a.seeds > 1:
+            for k in (model, base):
+                xs = [to[k][0] for to, _ in rows]
+                print(f"  {k}: trials to 95% mean {statistics.mean(xs):.0f} (min {min(xs)}, max {max(xs)})")
+            rs = [r for _, r in rows]
+            print(f"  ratio {base}/{model}: mean {statistics.mean(rs):.2f} (min {min(rs):.2f}, max {max(rs):.2f})")
+    if ratios:
+        gm = statistics.geometric_mean(ratios)
+        print(f"\ngeometric mean ratio {base}/{model} trials to 95%: {gm:.2f} over {len(ratios)} runs")
+    print("load average at end: %.1f %.1f %.1f" % os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()
