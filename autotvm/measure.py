@@ -256,7 +256,11 @@ def build_on(w: Worker, task, index: int, option: MeasureOption) -> BuildResult:
     """Build one config on the build worker `w` (here, or on a Dask worker:
     measure_dask.py); a lost worker or an error becomes the BuildResult."""
     try:
-        return w.call("build", (task, index), option.build_timeout)
+        payload = task.payload(index)
+    except Exception as e:   # noqa: BLE001 - a Python template that fails for this config
+        return BuildResult(index, ErrorNo.INSTANTIATION_ERROR, _one_line(e))
+    try:
+        return w.call("build", payload, option.build_timeout)
     except WorkerLost as e:
         no = ErrorNo.BUILD_TIMEOUT if e.timed_out else ErrorNo.COMPILE_HOST
         return BuildResult(index, no, f"build {e}")

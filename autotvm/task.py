@@ -4,10 +4,11 @@ A task is a template (a te.func with knobs) for one target.  Its
 **workload** is what a tuning record is filed under, AutoTVM's
 ``(task name, args)``: the name is the func's ``task`` attribute when it
 has one (``te.func @f(...) attributes {task = "matmul"}``), else its
-symbol; the args are its parameters as ``["TENSOR", SHAPE, DTYPE]``.  Two
+symbol less a uniquing suffix ``_N``; the args are its parameters as ``["TENSOR", SHAPE, DTYPE]``.  Two
 kernels with the same workload share one task.  The task's ``code_hash`` is
-a hash of the template's text (its symbol left out), so a record measured
-on another template of the same name and shapes never applies.
+a hash of the template's text (its symbol and SSA names left out), so a
+record measured on another template of the same name and shapes never
+applies.
 
 Tasks travel to measurement workers as text: :meth:`Task.instantiate`
 parses the template and writes one config's values in place of its knobs.
@@ -58,6 +59,13 @@ class Task:
         from .space import instantiate
         instantiate(space, space.get(index))
         return m
+
+    def payload(self, index: int):
+        """What a build worker is sent to build config `index`: (a
+        picklable task, index).  A task whose template is not text (a
+        Python template, autotvm/template.py) sends its config instantiated
+        here, in the tuner's process, where its code lives."""
+        return self, index
 
     def __getstate__(self):
         d = dict(self.__dict__)
@@ -117,14 +125,35 @@ def estimate_flop(func) -> int:
     return total
 
 
+def task_name(func) -> str:
+    """The func's ``task`` attribute, else its symbol less a uniquing
+    suffix (``fused_nn_conv2d_1`` is a ``fused_nn_conv2d``)."""
+    name = func.attributes.get("task")
+    if name:
+        return str(name)
+    return re.sub(r"_\d+$", "", func.attributes["sym_name"]) or func.attributes["sym_name"]
+
+
+def code_hash(func) -> str:
+    """A hash of the template's text with its symbol and SSA names left
+    out: two kernels that differ only in names hash the same."""
+    from ..ir.printer import print_op
+    anon = func.clone()
+    anon.attributes["sym_name"] = "_"
+    for op in anon.walk():
+        for r in op.results:
+            r.name = None
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.args:
+                    a.name = None
+    return hashlib.sha256(print_op(anon).encode()).hexdigest()[:16]
+
+
 def task_of(func, target: str, build_target: str = "") -> Task:
     """The task of one template (a te.func with knobs)."""
     from ..ir.printer import print_op
-    name = func.attributes.get("task") or func.attributes["sym_name"]
-    text = print_op(func)
-    anonymous = re.sub(r"^te\.func @[\w.$-]+", "te.func @_", text, count=1)
-    code_hash = hashlib.sha256(anonymous.encode()).hexdigest()[:16]
-    return Task(str(name), tensor_args(func), target, text, code_hash, estimate_flop(func),
+    return Task(task_name(func), tensor_args(func), target, print_op(func), code_hash(func), estimate_flop(func),
                 build_target or target)
 
 

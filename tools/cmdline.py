@@ -47,6 +47,28 @@ class CommandLine:
 
 # -- what every tool driver shares -----------------------------------------------
 
+def import_onnx(cl, path, arg_index, shapes=None):
+    """The relay module of the ONNX model at `path` (argument `arg_index`);
+    `shapes`: input name -> (dims, arg index of the --input-shape giving
+    them).  Every failure is an error at the model's path or that option."""
+    from ..frontend.onnx import from_onnx, load_model
+    from ..ir.diagnostics import DiagnosticError
+    shapes = shapes or {}
+    try:
+        model = load_model(path)
+    except Exception as e:   # onnx's own parse errors (DecodeError, OSError)
+        raise cl.error(arg_index, f"cannot read '{path}' as an ONNX model: {e}") from None
+    names = {vi.name for vi in model.graph.input}
+    for k, (_, vi) in shapes.items():
+        if k not in names:
+            raise cl.error(vi, f"the model has no input '{k}' (inputs: {', '.join(sorted(names))})")
+    try:
+        module, _ = from_onnx(model, shape={k: v for k, (v, _) in shapes.items()} or None)
+    except DiagnosticError as e:   # an OnnxImportError, or a relay op refusing what a node made
+        raise cl.relocate(arg_index, e, f"cannot import '{path}': ") from None
+    return module
+
+
 def take_value(argv, i, name, eq, value, cl):
     """The value of ``--flag=value`` or ``--flag value`` at argv[i]:
     returns (value, index of its argument, offset in it, next index)."""

@@ -4,7 +4,7 @@
             [--input x=x.npy ...] [--input-shape x=1x3x224x224] [--random-inputs] [--seed N]
             [--output out.npz|out.npy | -o F] [--output-dir D] [--profile] [--repeat N]
             [--opt-level N] [--reference model.relay] [--rtol 1e-5] [--atol 1e-5]
-            [--target T] [--entry main]
+            [--target T] [--entry main] [--tuning-log tune.json]
 
 A module without tir.func kernels is relay: it is compiled by
 ``tvmd.runtime.build`` (graph passes, lower-relay-to-te, apply-schedule,
@@ -56,10 +56,11 @@ every tir.func of an already lowered module -- and runs @main.
   --output-dir D       save the outputs as D/out0.npy, D/out1.npy, ...
   --target T           'llvm' (default) or a CUDA target where a GPU and pycuda exist
   --entry NAME         the function to run (default main)
+  --tuning-log FILE    build each kernel with its best config in an AutoTVM log (tvm-tune)
 """
 
 VALUE_FLAGS = ("--input", "--seed", "--reference", "--rtol", "--atol", "--output-dir", "--target", "--entry",
-               "--onnx", "--input-shape", "--output", "-o", "--repeat", "--opt-level")
+               "--onnx", "--input-shape", "--output", "-o", "--repeat", "--opt-level", "--tuning-log")
 
 
 class Options:
@@ -88,6 +89,7 @@ class Options:
         self.profile = False
         self.repeat = 1
         self.opt_level = 3
+        self.tuning_log = self.tuning_log_index = None
 
 
 def parse_args(argv, cl):
@@ -136,6 +138,8 @@ def parse_args(argv, cl):
             o.output_dir, o.output_dir_index = value, vi
         elif name == "--target":
             o.target, o.target_index, o.target_offset = value, vi, voff
+        elif name == "--tuning-log":
+            o.tuning_log, o.tuning_log_index = value, vi
         elif name == "--onnx":
             take_input(o, value, vi, cl, "input module")
             o.onnx = True
@@ -290,21 +294,8 @@ class Driver(ToolDriver):
 
     def load_onnx(self, o, cl):
         """The relay module of an ONNX model."""
-        from ..frontend.onnx import from_onnx, load_model
-        from ..ir.diagnostics import DiagnosticError
-        try:
-            model = load_model(o.input)
-        except Exception as e:   # onnx's own parse errors (DecodeError, OSError)
-            raise cl.error(o.input_index, f"cannot read '{o.input}' as an ONNX model: {e}") from None
-        names = {vi.name for vi in model.graph.input}
-        for k, (_, vi) in o.shapes.items():
-            if k not in names:
-                raise cl.error(vi, f"the model has no input '{k}' (inputs: {', '.join(sorted(names))})")
-        try:
-            module, _ = from_onnx(model, shape={k: v for k, (v, _) in o.shapes.items()} or None)
-        except DiagnosticError as e:   # an OnnxImportError, or a relay op refusing what a node made
-            raise cl.relocate(o.input_index, e, f"cannot import '{o.input}': ") from None
-        return module
+        from .cmdline import import_onnx
+        return import_onnx(cl, o.input, o.input_index, o.shapes)
 
     def compile(self, o, cl, target):
         """(executor-like object with run_list/input_names/input_types, CompiledModel or None)."""
@@ -328,7 +319,7 @@ class Driver(ToolDriver):
                 raise cl.error(o.input_index, str(e)) from None
         from ..runtime.build import BuildError, build
         try:
-            cm = build(module, target, o.opt_level, entry=o.entry)
+            cm = build(module, target, o.opt_level, entry=o.entry, tuning_log=o.tuning_log)
         except BuildError as e:
             raise cl.error(o.input_index, str(e)) from None
         except ExecutionError as e:

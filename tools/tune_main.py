@@ -168,7 +168,9 @@ class Driver(ToolDriver):
                 return self.pick_best(o)
             found = self.templates(o)
             if o.space:
-                sys.stdout.write("\n".join(space.describe() for _, space in found) + "\n")
+                spaces = [sp for _, sp in found] if not self.is_model else \
+                    [t.config_space for t in self.tasks(o)[0]]
+                sys.stdout.write("\n".join(sp.describe() for sp in spaces) + "\n")
                 return 0
             return self.tune(o)
         except DiagnosticError as e:
@@ -182,15 +184,42 @@ class Driver(ToolDriver):
             return 1
 
     def templates(self, o):
+        """The templates of a .te input (for --space, and to tune)."""
         from ..autotvm.space import templates
         from ..parser import parse_module
+        if o.input.endswith(".onnx"):
+            self.module, self.is_model = self.read_model(o), True
+            return []
         fname, text = self.read_input(o.input, o.input_index)
         self.module = parse_module(text, fname)
+        self.is_model = any(op.name == "relay.func" for op in self.module.body.ops)
+        if self.is_model:
+            return []
         found = templates(self.module)
         if not found:
             raise self.cl.error(o.input_index, f"'{o.input}' has no te.func with knobs "
                                                f"(#tune.knob<\"NAME\", [CANDIDATES]>)")
         return found
+
+    def read_model(self, o):
+        from .cmdline import import_onnx
+        return import_onnx(self.cl, o.input, o.input_index)
+
+    def tasks(self, o):
+        """(tasks, weights): a model's kernels' templates (weight: how many
+        kernels each task stands for), or a .te file's templates."""
+        if not self.is_model:
+            from ..autotvm.task import extract_tasks
+            tasks, _ = extract_tasks(self.module, o.target)
+            return tasks, [1] * len(tasks)
+        from ..autotvm.extract import extract_from_relay
+        self.original = self.module.clone()
+        tasks, weights, skipped = extract_from_relay(self.module, o.target)
+        for name, why in skipped:
+            sys.stderr.write(f"tvm-tune: @{name} is not tunable (it will run in the interpreter): {why}\n")
+        if not tasks:
+            raise self.cl.error(o.input_index, f"'{o.input}' has no kernel to tune")
+        return tasks, weights
 
     def pick_best(self, o) -> int:
         from ..autotvm.record import load, pick_best
@@ -210,11 +239,8 @@ class Driver(ToolDriver):
                 raise self.cl.error(index, f"'{out}' is also an input: refusing to overwrite it")
 
     def tune(self, o) -> int:
-        from ..autotvm.callback import log_to_file, progress_bar
         from ..autotvm.measure import MeasureOption
         from ..autotvm.record import LogWriter, load
-        from ..autotvm.task import extract_tasks
-        from ..autotvm.tuner import make_tuner
         from ..backend.spec import TargetError, parse_target
         try:
             parse_target(o.target)
@@ -227,7 +253,7 @@ class Driver(ToolDriver):
                 raise self.cl.error(o.log_index, f"'{o.log}' already holds records: give --resume to "
                                                  f"continue it, or name another log")
             previous = load(o.log)
-        tasks, _ = extract_tasks(self.module, o.target)
+        tasks, weights = self.tasks(o)
         option = MeasureOption(number=o.number, repeat=o.repeat, min_repeat_ms=o.min_repeat_ms,
                                timeout=o.timeout, build_timeout=o.build_timeout, n_parallel=o.parallel,
                                flush_cache=o.flush_cache, check_correctness=o.check, seed=o.seed)
@@ -237,23 +263,60 @@ class Driver(ToolDriver):
         except OSError as e:
             measurer.close()
             raise self.cl.error(o.log_index, f"cannot write the log '{o.log}': {e.strerror}") from None
-        rows, seen = [], list(previous)
+        seen = list(previous)
         with writer, measurer:
-            for i, task in enumerate(tasks, 1):
-                tuner = make_tuner(o.tuner, task, seed=o.seed)
-                # its own records resume it; other tasks' of the same template (this run's
-                # too) pretrain a model-based tuner (transfer learning)
-                done = tuner.load_history(seen) if seen else 0
-                bar = progress_bar(o.trials, f"[Task {i:2d}/{len(tasks):2d}] ", done=done)
-                try:
-                    tuner.tune(max(0, o.trials - done), early_stopping=o.early_stopping, measurer=measurer,
-                               callbacks=[log_to_file(writer), bar, lambda _t, _i, rs: seen.extend(rs)])
-                finally:
-                    bar.finish()
-                rows.append((task, done + tuner.trials, tuner))
-        sys.stdout.write(summary_table(rows, o.log))
+            tuners = self.schedule(o, tasks, weights, measurer, seen, writer)
+        sys.stdout.write(summary_table(tasks, weights, tuners, o.log))
+        if self.is_model:
+            sys.stdout.write(self.model_latency(o))
         return 0
 
+    def schedule(self, o, tasks, weights, measurer, seen, writer):
+        """The task scheduler: each task's default config is measured first;
+        then the trial budget is spread by each task's share of the model's
+        time (default cost x kernels), and the tasks are tuned, largest
+        share first.  Returns the tuners, in task order."""
+        from ..autotvm.callback import log_to_file, progress_bar
+        from ..autotvm.extract import allocate_trials
+        from ..autotvm.tuner import make_tuner
+
+        def keep(_tuner, _inputs, records):
+            seen.extend(records)
+        log = log_to_file(writer)
+        tuners, done = [], []
+        for task in tasks:
+            tuner = make_tuner(o.tuner, task, seed=o.seed)
+            # its own records resume it; other tasks' of the same template (this run's
+            # too) pretrain a model-based tuner (transfer learning)
+            done.append(tuner.load_history(seen) if seen else 0)
+            if len(tasks) > 1:
+                tuner.tune(1 if done[-1] == 0 else 0, measurer=measurer, callbacks=[log, keep])
+            tuners.append(tuner)
+        costs = [t.default_cost or t.best_cost for t in tuners]
+        finite = [c for c in costs if c < float("inf")] or [1.0]
+        shares = [w * (c if c < float("inf") else max(finite)) for w, c in zip(weights, costs)]
+        budget = [o.trials] if len(tasks) == 1 else allocate_trials(
+            o.trials, shares, [len(t.space) for t in tasks])
+        order = sorted(range(len(tasks)), key=lambda i: -shares[i])
+        for n, i in enumerate(order, 1):
+            tuner, want = tuners[i], budget[i] - done[i] - tuners[i].trials
+            bar = progress_bar(budget[i], f"[Task {n:2d}/{len(tasks):2d}] ", done=done[i] + tuner.trials)
+            try:
+                tuner.tune(max(0, want), early_stopping=o.early_stopping, measurer=measurer,
+                           callbacks=[log, bar, keep])
+            finally:
+                bar.finish()
+            tuner.total_trials = done[i] + tuner.trials
+        return tuners
+
+    def model_latency(self, o) -> str:
+        """The model's latency untuned and with the log, built as tvm-run
+        builds it and timed in this process (median of the runs)."""
+        from ..runtime.build import build
+        before = _time_model(build(self.original.clone(), o.target, progress=False), o.seed)
+        after = _time_model(build(self.original.clone(), o.target, progress=False, tuning_log=o.log), o.seed)
+        return (f"model latency: {before * 1e3:.3f} ms untuned, {after * 1e3:.3f} ms tuned "
+                f"({before / after:.2f}x)\n")
 
     def measurer(self, o, option):
         if o.cluster is None:
@@ -266,14 +329,35 @@ class Driver(ToolDriver):
             raise self.cl.error(o.cluster_index, str(e)) from None
 
 
-def summary_table(rows, log) -> str:
-    head = f"{'task':<28} {'trials':>6} {'failed':>6} {'default':>9} {'best':>9} {'speed-up':>8}  (GFLOPS)"
+def _time_model(cm, seed, min_seconds: float = 0.5) -> float:
+    import time
+
+    import numpy as np
+
+    from ..runtime.ndarray import random_array
+    rng = np.random.default_rng(seed)
+    inputs = [random_array(t.shape, t.dtype, rng) for t in cm.input_types]
+    cm.run(*inputs)
+    times, t_end = [], time.perf_counter() + min_seconds
+    while len(times) < 5 or time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        cm.run(*inputs)
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 1000:
+            break
+    return float(np.median(times))
+
+
+def summary_table(tasks, weights, tuners, log) -> str:
+    head = (f"{'task':<34} {'kernels':>7} {'trials':>6} {'failed':>6} {'default':>9} {'best':>9} "
+            f"{'speed-up':>8}  (GFLOPS)")
     lines = [head]
-    for task, trials, tuner in rows:
+    for task, w, tuner in zip(tasks, weights, tuners):
         d = task.flop / tuner.default_cost / 1e9 if tuner.default_cost else 0.0
         b = tuner.best_flops / 1e9
         up = f"{b / d:7.2f}x" if d else "      -"
-        lines.append(f"{task.name[:28]:<28} {trials:>6} {tuner.failed:>6} {d:9.2f} {b:9.2f} {up:>8}")
+        trials = getattr(tuner, "total_trials", tuner.trials)
+        lines.append(f"{task.name[:34]:<34} {w:>7} {trials:>6} {tuner.failed:>6} {d:9.2f} {b:9.2f} {up:>8}")
     lines.append(f"records in {log}")
     return "\n".join(lines) + "\n"
 
