@@ -142,3 +142,17 @@ def test_onnx_backend_takes_a_tuning_log(tmp_path):
     rep = backend.prepare(model, "CPU", compile_options={"tuning_log": str(log)})
     (z,) = rep.run([x])
     np.testing.assert_allclose(z, np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_the_scheduler_measures_defaults_first_and_keeps_to_the_time_budget():
+    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
+    from tvmd.autotvm.scheduler import tune_tasks
+    tasks, weights, _ = extract_from_relay(parse_module(CNN))
+    seen = []
+    with LocalMeasurer(MeasureOption(min_repeat_ms=1)) as m:
+        tuners = tune_tasks(tasks, weights, m, trials=200, tuner="random", history=seen, time_budget=0)
+    assert [t.total_trials for t in tuners] == [1] * len(tasks)   # the defaults, then no time left
+    assert sorted(r.index for r in seen) == sorted(t.space.default().index for t in tuners)
+    # the shares are default cost x kernels: the doubled conv weighs twice its cost
+    conv = next(t for t, w in zip(tuners, weights) if w == 2)
+    assert conv.share == pytest.approx(2 * conv.default_cost)

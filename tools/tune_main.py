@@ -1,22 +1,25 @@
 """tvm-tune: AutoTVM over te templates.
 
-    tvm-tune kernel.te --trials N --log tune.json [--tuner xgb|ga|random|grid]
-             [--early-stopping K] [--resume] [--target T] [--seed S]
+    tvm-tune kernel.te|model.relay|model.onnx --trials N --log tune.json
+             [--tuner xgb|ga|random|grid] [--early-stopping K] [--time-budget S] [--resume] [--target T] [--seed S]
              [--number N] [--repeat R] [--min-repeat-ms MS] [--timeout S]
              [--build-timeout S] [--parallel N] [--flush-cache] [--no-check]
              [--cluster tcp://host:8786]
     tvm-tune --space template.te
     tvm-tune --pick-best in.json -o best.json
 
-Tuning: each te.func with knobs is a template; templates of one workload
-(task name and argument types) are one task.  Each task gets up to N trials:
-its default config first, then what the tuner proposes, each config built in
-a worker process and timed in an isolated one (autotvm/measure.py).  Every
-record is appended to the log and flushed at once; ``--resume`` continues a
-log (its configs are not measured again and count toward N), and without it
-an existing non-empty log is refused rather than mixed into.  On a terminal
-a progress line per task; at the end a table: task, trials, default and
-best GFLOPS, speed-up, failed configs.
+Tuning: each te.func with knobs is a template (a model's kernels' default
+schedules are: autotvm/extract.py); templates of one workload (task name
+and argument types) are one task.  The N trials are spread over the tasks
+by their share of the time (autotvm/scheduler.py; each task's default
+config is measured first), and so is ``--time-budget``.  Each config is
+built in a worker process and timed in an isolated one
+(autotvm/measure.py).  Every record is appended to the log and flushed at
+once; ``--resume`` continues a log (its configs are not measured again and
+count toward N), and without it an existing non-empty log is refused
+rather than mixed into.  On a terminal a progress line per task; at the
+end a table: task, kernels, trials, failed configs, default and best
+GFLOPS, speed-up; for a model, its latency untuned and tuned.
 
 ``--space`` prints each template's space; ``--pick-best`` keeps the best
 record per workload and target.
@@ -30,17 +33,18 @@ import sys
 
 from .cmdline import ToolDriver, report_internal_error, take_input, take_value, tool_main
 
-USAGE = ("usage: tvm-tune template.te --trials N --log tune.json [--tuner xgb|ga|random|grid] "
-         "[--early-stopping K] [--resume] [--target T] ...\n"
+USAGE = ("usage: tvm-tune template.te|model.relay|model.onnx --trials N --log tune.json "
+         "[--tuner xgb|ga|random|grid] [--early-stopping K] [--time-budget S] [--resume] [--target T] ...\n"
          "       tvm-tune --space template.te\n"
          "       tvm-tune --pick-best in.json -o best.json")
 HELP = """Tunes AutoTVM templates: te functions whose schedule ops take knobs,
 #tune.knob<"NAME", [CANDIDATES], DEFAULT>, in place of numbers.
 
-  --trials N           configs to measure per task (the default config included)
+  --trials N           configs to measure, spread over the tasks by their share of the time
   --log FILE           the tuning log (AutoTVM v0.2 JSON lines), appended per record
   --tuner KIND         xgb (default), ga, random or grid
   --early-stopping K   stop a task after K trials without a better config
+  --time-budget S      stop after S seconds, spread over the tasks by their share of the time
   --resume             continue an existing log: its configs count and are not re-measured
   --target T           the target to tune for (default llvm: this CPU)
   --seed S             the tuners' random seed (default 0)
@@ -59,7 +63,7 @@ HELP = """Tunes AutoTVM templates: te functions whose schedule ops take knobs,
 
 TUNERS = ("xgb", "ga", "random", "grid")
 INT_FLAGS = {"--trials": 1, "--early-stopping": 1, "--seed": 0, "--number": 1, "--repeat": 1, "--parallel": 1}
-FLOAT_FLAGS = {"--min-repeat-ms": 0.0, "--timeout": 1e-3, "--build-timeout": 1e-3}
+FLOAT_FLAGS = {"--min-repeat-ms": 0.0, "--timeout": 1e-3, "--build-timeout": 1e-3, "--time-budget": 0.0}
 VALUE_FLAGS = set(INT_FLAGS) | set(FLOAT_FLAGS) | {"--log", "--tuner", "--target", "--pick-best", "-o",
                                                     "--output", "--cluster"}
 
@@ -81,6 +85,7 @@ class Options:
         self.pick_best = self.output = None
         self.pick_index = self.output_index = None
         self.cluster = self.cluster_index = None
+        self.time_budget = None
 
 
 def parse_args(argv, cl) -> Options:
@@ -272,42 +277,15 @@ class Driver(ToolDriver):
         return 0
 
     def schedule(self, o, tasks, weights, measurer, seen, writer):
-        """The task scheduler: each task's default config is measured first;
-        then the trial budget is spread by each task's share of the model's
-        time (default cost x kernels), and the tasks are tuned, largest
-        share first.  Returns the tuners, in task order."""
+        """Tune the tasks (autotvm/scheduler.py), a progress line each."""
         from ..autotvm.callback import log_to_file, progress_bar
-        from ..autotvm.extract import allocate_trials
-        from ..autotvm.tuner import make_tuner
+        from ..autotvm.scheduler import tune_tasks
 
-        def keep(_tuner, _inputs, records):
-            seen.extend(records)
-        log = log_to_file(writer)
-        tuners, done = [], []
-        for task in tasks:
-            tuner = make_tuner(o.tuner, task, seed=o.seed)
-            # its own records resume it; other tasks' of the same template (this run's
-            # too) pretrain a model-based tuner (transfer learning)
-            done.append(tuner.load_history(seen) if seen else 0)
-            if len(tasks) > 1:
-                tuner.tune(1 if done[-1] == 0 else 0, measurer=measurer, callbacks=[log, keep])
-            tuners.append(tuner)
-        costs = [t.default_cost or t.best_cost for t in tuners]
-        finite = [c for c in costs if c < float("inf")] or [1.0]
-        shares = [w * (c if c < float("inf") else max(finite)) for w, c in zip(weights, costs)]
-        budget = [o.trials] if len(tasks) == 1 else allocate_trials(
-            o.trials, shares, [len(t.space) for t in tasks])
-        order = sorted(range(len(tasks)), key=lambda i: -shares[i])
-        for n, i in enumerate(order, 1):
-            tuner, want = tuners[i], budget[i] - done[i] - tuners[i].trials
-            bar = progress_bar(budget[i], f"[Task {n:2d}/{len(tasks):2d}] ", done=done[i] + tuner.trials)
-            try:
-                tuner.tune(max(0, want), early_stopping=o.early_stopping, measurer=measurer,
-                           callbacks=[log, bar, keep])
-            finally:
-                bar.finish()
-            tuner.total_trials = done[i] + tuner.trials
-        return tuners
+        def bar(n, count, budget, done):
+            return progress_bar(budget, f"[Task {n:2d}/{count:2d}] ", done=done)
+        return tune_tasks(tasks, weights, measurer, o.trials, o.tuner, history=seen,
+                          callbacks=[log_to_file(writer)], early_stopping=o.early_stopping,
+                          time_budget=o.time_budget, seed=o.seed, progress=bar)
 
     def model_latency(self, o) -> str:
         """The model's latency untuned and with the log, built as tvm-run

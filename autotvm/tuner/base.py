@@ -10,7 +10,8 @@ summary), then repeat: ask the tuner for a batch of unvisited configs (as
 many as the measurer builds at once), measure them, hand the records to
 :meth:`update` and to each callback ``cb(tuner, inputs, results)``, until
 ``n_trial`` configs are measured, the space is exhausted, or
-``early_stopping`` trials in a row brought no improvement.
+``early_stopping`` trials in a row brought no improvement, or the
+``deadline`` has passed.
 
 A subclass implements :meth:`next_batch` (and :meth:`update` to learn);
 it must add what it proposes to ``self.visited``.
@@ -19,6 +20,7 @@ it must add what it proposes to ``self.visited``.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 
 
@@ -79,20 +81,21 @@ class Tuner:
         return len(mine)
 
     def tune(self, n_trial: int, measure_option=None, early_stopping: int | None = None,
-             callbacks=(), measurer=None):
-        """Measure up to `n_trial` configs (the default config among them)."""
+             callbacks=(), measurer=None, deadline: float | None = None):
+        """Measure up to `n_trial` configs (the default config among them);
+        `deadline` (time.perf_counter() seconds): start no batch after it."""
         from ..measure import LocalMeasurer
         own = measurer is None
         if own:
             measurer = LocalMeasurer(measure_option)
         try:
-            self._loop(n_trial, early_stopping, callbacks, measurer)
+            self._loop(n_trial, early_stopping, callbacks, measurer, deadline)
         finally:
             if own:
                 measurer.close()
         return self
 
-    def _loop(self, n_trial, early_stopping, callbacks, measurer):
+    def _loop(self, n_trial, early_stopping, callbacks, measurer, deadline=None):
         default = self.space.default().index
         first = measurer.ensure_reference(self.task)
         if first is not None and default not in self.visited and n_trial > 0:
@@ -103,6 +106,8 @@ class Tuner:
         while self.trials < n_trial and self.has_next():
             if early_stopping is not None and self.trials - self.best_trial >= early_stopping \
                     and self.best_index is not None:
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
                 break
             batch = self.next_batch(min(measurer.n_parallel, n_trial - self.trials))
             if not batch:
