@@ -252,15 +252,26 @@ def _exit_text(code) -> str:
     return f"the process exited (code {code})"
 
 
-def build_on(w: Worker, task, index: int, option: MeasureOption) -> BuildResult:
-    """Build one config on the build worker `w` (here, or on a Dask worker:
-    measure_dask.py); a lost worker or an error becomes the BuildResult."""
+def build_payload(task, index: int):
+    """What a build worker is sent for config `index`, made here, in the
+    tuner's process, where a Python template's code lives (Task.payload);
+    a config that cannot even be instantiated is its BuildResult."""
     try:
-        payload = task.payload(index)
+        return task.payload(index)
     except Exception as e:   # noqa: BLE001 - a Python template that fails for this config
         return BuildResult(index, ErrorNo.INSTANTIATION_ERROR, _one_line(e))
+
+
+def build_on(w: Worker, payload, index: int, option: MeasureOption) -> BuildResult:
+    """Build config `index` from its payload (build_payload) on the build
+    worker `w` (here, or on a Dask worker: measure_dask.py); a lost worker or
+    an error becomes the BuildResult."""
+    if isinstance(payload, BuildResult):
+        return payload
     try:
-        return w.call("build", payload, option.build_timeout)
+        b = w.call("build", payload, option.build_timeout)
+        b.index = index   # a payload may number its one config otherwise
+        return b
     except WorkerLost as e:
         no = ErrorNo.BUILD_TIMEOUT if e.timed_out else ErrorNo.COMPILE_HOST
         return BuildResult(index, no, f"build {e}")
@@ -373,7 +384,7 @@ class LocalMeasurer(Measurer):
         with self.lock:
             w = self.free.pop()
         try:
-            return build_on(w, task, index, self.option)
+            return build_on(w, build_payload(task, index), index, self.option)
         finally:
             with self.lock:
                 self.free.append(w)
