@@ -78,9 +78,12 @@ def test_tvm_tune_a_model_then_run_it_with_the_log(tmp_path):
     src = tmp_path / "dense.relay"
     src.write_text(DENSE)
     log = tmp_path / "tune.json"
-    r = tool("tune_main", src, "--trials", 6, "--log", log, "--tuner", "random", "--min-repeat-ms", 1)
+    png = tmp_path / "curve.png"
+    r = tool("tune_main", src, "--trials", 6, "--log", log, "--tuner", "random", "--min-repeat-ms", 1,
+             "--plot", png)
     assert r.returncode == 0, r.stderr
     assert "fused_nn_matmul_nn_relu" in r.stdout and "model latency:" in r.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     recs = load(log)
     assert len(recs) == 6 and all(x.ok for x in recs)
     best = min(recs, key=lambda x: x.mean_cost)

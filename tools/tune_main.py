@@ -54,6 +54,7 @@ HELP = """Tunes AutoTVM templates: te functions whose schedule ops take knobs,
   --timeout S          seconds a run may take (default 10); --build-timeout S (default 60)
   --parallel N         build workers (default: the cores)
   --cluster ADDRESS    build and run on a Dask cluster (tcp://host:8786); the tuner stays here
+  --plot FILE.png      plot best-so-far GFLOPS against trials per task (needs matplotlib)
   --flush-cache        flush the caches before each timed round
   --no-check           do not compare outputs with the default config's
   --space FILE         print each template's knobs (candidates, length, default) and
@@ -65,7 +66,7 @@ TUNERS = ("xgb", "ga", "random", "grid")
 INT_FLAGS = {"--trials": 1, "--early-stopping": 1, "--seed": 0, "--number": 1, "--repeat": 1, "--parallel": 1}
 FLOAT_FLAGS = {"--min-repeat-ms": 0.0, "--timeout": 1e-3, "--build-timeout": 1e-3, "--time-budget": 0.0}
 VALUE_FLAGS = set(INT_FLAGS) | set(FLOAT_FLAGS) | {"--log", "--tuner", "--target", "--pick-best", "-o",
-                                                    "--output", "--cluster"}
+                                                    "--output", "--cluster", "--plot"}
 
 
 class Options:
@@ -86,6 +87,7 @@ class Options:
         self.pick_index = self.output_index = None
         self.cluster = self.cluster_index = None
         self.time_budget = None
+        self.plot = self.plot_index = None
 
 
 def parse_args(argv, cl) -> Options:
@@ -135,6 +137,8 @@ def parse_args(argv, cl) -> Options:
             o.target, o.target_index = value, vi
         elif name == "--log":
             o.log, o.log_index = value, vi
+        elif name == "--plot":
+            o.plot, o.plot_index = value, vi
         elif name == "--cluster":
             o.cluster, o.cluster_index = value, vi
         elif name == "--pick-best":
@@ -252,6 +256,12 @@ class Driver(ToolDriver):
         except TargetError as e:
             raise self.cl.error(o.target_index, str(e), e.offset) from None
         self.check_distinct(o.log, o.log_index, o.input)
+        if o.plot:
+            self.check_distinct(o.plot, o.plot_index, o.input, o.log)
+            try:
+                import matplotlib  # noqa: F401 - checked before hours of tuning, not after
+            except ImportError:
+                raise self.cl.error(o.plot_index, "--plot needs matplotlib: pip install 'tvmd[plot]'") from None
         previous = []
         if os.path.exists(o.log) and os.path.getsize(o.log) > 0:
             if not o.resume:
@@ -272,6 +282,9 @@ class Driver(ToolDriver):
         with writer, measurer:
             tuners = self.schedule(o, tasks, weights, measurer, seen, writer)
         sys.stdout.write(summary_table(tasks, weights, tuners, o.log))
+        if o.plot:
+            plot_curves(tasks, tuners, o.plot)
+            sys.stderr.write(f"tvm-tune: plotted the tuning curves in {o.plot}\n")
         if self.is_model:
             sys.stdout.write(self.model_latency(o))
         return 0
@@ -324,6 +337,31 @@ def _time_model(cm, seed, min_seconds: float = 0.5) -> float:
         if len(times) >= 1000:
             break
     return float(np.median(times))
+
+
+def plot_curves(tasks, tuners, path):
+    """Best-so-far GFLOPS against trials, one curve per task: what people
+    look at to decide whether more trials would help."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..ir.files import write_atomic_bytes
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (task, t) in enumerate(zip(tasks, tuners), 1):
+        if t.history:
+            xs, ys = zip(*t.history)
+            ax.step(xs, [y / 1e9 for y in ys], where="post", marker=".", ms=4, label=f"{i}: {task.name}"[:40])
+    ax.set_xlabel("trials")
+    ax.set_ylabel("best GFLOPS so far")
+    ax.grid(alpha=0.3)
+    if len(tasks) <= 12:
+        ax.legend(fontsize=7)
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    write_atomic_bytes(path, buf.getvalue())
 
 
 def summary_table(tasks, weights, tuners, log) -> str:
