@@ -79,14 +79,24 @@ def apply_best(module, history: HistoryBest | None) -> tuple[int, int]:
             continue
         task = task_of(func, history.target)
         r = history.query(task)
-        entity = space.default()
-        if r is not None and 0 <= r.index < len(space) and space.get(r.index).values == r.values():
-            entity = space.get(r.index)
+        entity = config_of(space, r) if r is not None else None
+        if entity is not None:
             applied += 1
         else:
+            entity = space.default()
             fell_back += 1
         instantiate(space, entity)
     if history is not None:
         history.applied += applied
         history.fell_back += fell_back
     return applied, fell_back
+
+
+def config_of(space, record):
+    """The config of `space` a record names, or None when the record's
+    index and knob values do not describe a config of this space."""
+    if 0 <= record.index < len(space):
+        entity = space.get(record.index)
+        if entity.values == record.values():
+            return entity
+    return None

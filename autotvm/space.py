@@ -19,6 +19,11 @@ length is the product of the knobs' lengths; a config is an index in
 [0, len), the first knob varying fastest (AutoTVM's ConfigSpace order), and
 its entity is the candidate each knob takes.  ``instantiate`` writes an
 entity's values in place of the knobs: what is left is a plain schedule.
+
+A Python template's knobs (``cfg.define_split`` ..., autotvm/config.py) are
+knobs of this space too, with ``func`` None and AutoTVM's kinds (``sp``,
+``re``, ``an``, ``ot``): their candidates are the values logs record
+(a split's sizes ``(-1, 8)``, a permutation, annotations).
 """
 
 from __future__ import annotations
@@ -39,11 +44,14 @@ class Knob:
     default: object
     uses: list = field(default_factory=list)    # (op, attribute name) where it stands
     kind: str = "ot"   # AutoTVM's code in logs: ot (a choice), sp (split), re (reorder), an (annotate)
+    info: str = ""     # a Python template's knob, as AutoTVM printed it: "Split(policy=factors, ...)"
 
     def __len__(self):
         return len(self.candidates)
 
     def describe(self):
+        if self.info:
+            return f"{self.name}: {self.info} len={len(self)}"
         return f"{self.name}: {list(self.candidates)} len={len(self)} default={self.default}"
 
 
@@ -93,12 +101,16 @@ class ConfigSpace:
         return {k.name: k.kind for k in self.knobs}
 
     def describe(self) -> str:
-        """The space as AutoTVM printed it: each knob, its length, the total."""
-        name = self.func.attributes.get("sym_name") if self.func is not None else "?"
-        lines = [f"@{name}: ConfigSpace (len={len(self)}, space_map="]
+        """The space as AutoTVM printed it: each knob, its length, the total
+        (a Python template's space, which has no te.func, without the
+        ``@name: `` prefix)."""
+        head = f"@{self.func.attributes.get('sym_name')}: " if self.func is not None else ""
+        lines = [f"{head}ConfigSpace (len={len(self)}, space_map="]
         lines += [f"  {i:2d} {k.describe()}" for i, k in enumerate(self.knobs)]
         lines.append(")")
         return "\n".join(lines)
+
+    __str__ = __repr__ = describe
 
 
 def _knob_attrs(op):

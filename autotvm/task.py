@@ -172,3 +172,119 @@ def extract_tasks(module, target: str | None = None) -> tuple[list[Task], dict]:
             tasks.append(t)
         of_func[func.attributes["sym_name"]] = by_key[key]
     return tasks, of_func
+
+
+# ---- Python templates (classic AutoTVM: autotvm/template.py) -----------------
+
+def serialize_args(args) -> list:
+    """A template call's args as a workload records them: tensors as
+    ``["TENSOR", SHAPE, DTYPE]``, tuples as lists, numbers and strings as
+    they are."""
+    def one(a):
+        if a is None or isinstance(a, (bool, int, float, str)):
+            return a
+        if isinstance(a, (tuple, list)):
+            return [one(x) for x in a]
+        if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(a, "op"):
+            return ["TENSOR", [int(d) for d in a.shape], str(a.dtype)]
+        raise TypeError(f"a template's args must be numbers, strings, tuples or tensors (its workload), "
+                        f"got {a!r}")
+    return [one(a) for a in args]
+
+
+@dataclass
+class InstantiatedTask(Task):
+    """What a Python template's config is sent to a build worker as: its
+    module text (one config's schedule, no knobs), built as config 0."""
+
+    def instantiate(self, index: int):
+        from ..parser import parse_module
+        return parse_module(self.text, f"<task {self.name}>")
+
+
+@dataclass
+class PythonTask(Task):
+    """A task whose template is a Python function (``@autotvm.template``).
+
+    The space is collected by calling the function once; a config is
+    instantiated by calling it again with that config (here, in the
+    tuner's process: build workers import nothing of the user's script),
+    and sent to the worker as text (:meth:`payload`).  ``text`` is the
+    default config's module."""
+    template_args: tuple = ()
+    func: object = field(default=None, repr=False, compare=False)
+
+    def _call(self, cfg):
+        from ..classic.target import Target
+        from .template import applying
+        with applying(cfg), Target(self.build_target):
+            out = self.func(*self.template_args)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"template '{self.name}' must return (schedule, [tensors]), got {out!r}")
+        s, bufs = out
+        return s.emit(list(bufs), re.sub(r"\W", "_", self.name) or "main")
+
+    def instantiate(self, index: int):
+        """The module of config `index` (a te.func with a plain schedule);
+        a config the template rejects raises (cfg.raise_error:
+        InstantiationError)."""
+        from .config import InstantiationError, TemplateConfig
+        cfg = TemplateConfig(self.config_space, self.config_space.get(index))
+        m = self._call(cfg)
+        if cfg.errors:
+            raise InstantiationError("; ".join(cfg.errors))
+        return m
+
+    def payload(self, index: int):
+        from ..ir.printer import print_module
+        text = print_module(self.instantiate(index))
+        return InstantiatedTask(self.name, self.args, self.target, text, self.code_hash, self.flop,
+                                self.build_target), 0
+
+    def __getstate__(self):
+        raise TypeError(f"task '{self.name}' has a Python template: it cannot leave this process "
+                        f"(its configs are sent to workers instantiated, as text: payload())")
+
+
+def create(task_name, args, target="llvm", target_host=None):
+    """``autotvm.task.create("tutorial/matmul", args=(N, L, M, "float32"),
+    target="llvm")``: the task of a registered Python template (or of the
+    decorated function itself) for one workload and target."""
+    from .config import TemplateConfig
+    from .space import ConfigSpace
+    from .template import lookup
+    func = getattr(task_name, "func", None)
+    if func is not None:               # the decorated function
+        task_name = task_name.template_name
+    else:
+        func = lookup(task_name)
+    build_target = str(target) if target is not None else "llvm"
+    args = tuple(args)
+    task = PythonTask(task_name, serialize_args(args), canonical_target(build_target), "", None,
+                      build_target=build_target, template_args=args, func=func)
+    space = ConfigSpace(None, [])
+    cfg = TemplateConfig(space, is_fallback=False)
+    m = task._call(cfg)
+    from ..ir.printer import print_module
+    task.space = space
+    task.text = print_module(m)
+    te_func = next(op for op in m.body.ops if op.name == "te.func")
+    task.flop = int(cfg.flop) if cfg.flop else estimate_flop(te_func)
+    task.code_hash = python_code_hash(func, space)
+    return task
+
+
+def python_code_hash(func, space) -> str | None:
+    """A hash of the template function's source and of its config space
+    (knob names, kinds, candidates): a record never applies to a template
+    whose code or space changed since it was measured.  None when the
+    source cannot be read (a function made by exec): records are then taken
+    on trust, as classic AutoTVM's."""
+    import inspect
+    import textwrap
+    try:
+        src = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return None
+    knobs = repr([(k.name, k.kind, k.candidates) for k in space.knobs])
+    return hashlib.sha256((src + "\n" + knobs).encode()).hexdigest()[:16]
