@@ -150,7 +150,7 @@ class ApplyHistoryBest:
                 out += load(r)
                 names.append(str(r))
         self.records = out
-        self.source = ", ".join(names) or "the tuning records"
+        self.source = ", ".join(names) or "the records given"
         self._history = {}    # canonical target -> HistoryBest
         self._tasks = {}      # (task name, args, target) -> PythonTask
 
@@ -182,7 +182,7 @@ class ApplyHistoryBest:
             return TemplateConfig(task.config_space, entity), None
         if history.by_workload.get(task.workload):
             return None, f"the records of it in {self.source} were measured on another version of the template"
-        return None, f"{self.source} has no record of it"
+        return None, f"no record of it in {self.source}"
 
     def query(self, target, workload):
         """Classic AutoTVM's query: the best config for (task name, *args) on `target`."""

@@ -3,10 +3,12 @@
     .venv/bin/python bench/tune.py [--only matmul,ops,models] [--trials N]
                                    [--time-budget S] [--quick] [--log-dir D]
 
-* matmul 1024^3 f32: relay ``nn.matmul`` whose default schedule is the
-  template (its tile sizes are knobs: no hand-picked number survives
-  tuning), tuned with XGBoost; against numpy (OpenBLAS) timed in the same
-  process, and the hand schedule bench/schedules/matmul.te.
+* matmul 1024^3 f32, two templates tuned with XGBoost: relay ``nn.matmul``
+  whose default schedule is the template (its tile sizes are knobs), and a
+  classic AutoTVM Python template that packs both operands in panels whose
+  widths are knobs (``matmul_packed``: the structure of the hand schedule
+  bench/schedules/matmul.te, none of its numbers); against numpy
+  (OpenBLAS) timed in the same process, and the hand schedule.
 * ops: conv2d at ResNet-50 shapes and dense at BERT shapes, each a
   one-op model tuned alone: default vs tuned vs numpy (conv: im2col + BLAS).
 * models: the ResNet-style CNN and the BERT layer of bench/models.py,
@@ -80,7 +82,65 @@ MATMUL = """relay.func @main(%x: tensor<{n}x{n}xf32>, %w: tensor<{n}x{n}xf32>) -
 """
 
 
+def matmul_packed_template():
+    """A classic AutoTVM template: A and B packed in panels of mb rows and
+    nb columns, the output tiled mb x nb, accumulated in a local tile with
+    k outside (split by kunroll, unrolled); mb, nb, kunroll are knobs."""
+    from tvmd import autotvm, te
+
+    @autotvm.template("bench/matmul_packed")
+    def matmul_packed(n):
+        cfg = autotvm.get_config()
+        cfg.define_knob("mb", [m for m in (2, 4, 6, 8, 12, 16) if n % m == 0])
+        cfg.define_knob("nb", [x for x in (16, 32, 48, 64) if n % x == 0])
+        cfg.define_knob("kunroll", [1, 2, 4, 8])
+        mb, nb = cfg["mb"].val, cfg["nb"].val
+        A = te.placeholder((n, n), name="A")
+        B = te.placeholder((n, n), name="B")
+        Bp = te.compute((n // nb, n, nb), lambda jo, k, ji: B[k, jo * nb + ji], name="Bp")
+        Ap = te.compute((n // mb, n, mb), lambda io, k, ii: A[io * mb + ii, k], name="Ap")
+        k = te.reduce_axis((0, n), name="k")
+        C = te.compute((n, n), lambda i, j: te.sum(Ap[i // mb, k, i % mb] * Bp[j // nb, k, j % nb], axis=k),
+                       name="C")
+        s = te.create_schedule(C.op)
+        CL = s.cache_write(C, "local")
+        bjo, _, bji = s[Bp].op.axis
+        s[Bp].parallel(bjo)
+        s[Bp].vectorize(bji)
+        s[Ap].parallel(s[Ap].op.axis[0])
+        i, j = s[C].op.axis
+        io, jo, ii, ji = s[C].tile(i, j, mb, nb)
+        s[C].parallel(io)
+        s[C].unroll(ii)
+        s[C].vectorize(ji)
+        s[CL].compute_at(s[C], jo)
+        ci, cj = s[CL].op.axis
+        ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=cfg["kunroll"].val)
+        s[CL].reorder(ko, ki, ci, cj)
+        s[CL].unroll(ki)
+        s[CL].unroll(ci)
+        s[CL].vectorize(cj)
+        cfg.add_flop(2 * n ** 3)
+        return s, [A, B, C]
+    return matmul_packed
+
+
+def tune_python_template(template, args, log, trials):
+    from tvmd import autotvm
+    from tvmd.autotvm.callback import log_to_file
+    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
+    task = autotvm.task.create(template, args=args, target="llvm")
+    if os.path.exists(log):
+        os.remove(log)
+    tuner = autotvm.tuner.XGBTuner(task, plan_size=16)
+    with LocalMeasurer(MeasureOption(min_repeat_ms=20, repeat=3)) as m:
+        tuner.tune(min(trials, len(task.config_space)), measurer=m, callbacks=[log_to_file(log)])
+    return task, tuner
+
+
 def bench_matmul(args):
+    import tvmd as tvm
+    from tvmd import autotvm
     from tvmd.runtime.build import build
     n = 512 if args.quick else 1024
     flop = 2 * n ** 3
@@ -95,15 +155,30 @@ def bench_matmul(args):
     default = build(text, progress=False)
     tuned = build(text, progress=False, tuning_log=log)
     np.testing.assert_allclose(tuned.run(a, b), a @ b, rtol=1e-3, atol=1e-2)
+    template = matmul_packed_template()
+    plog = os.path.join(args.log_dir, f"matmul_packed{n}.json")
+    t0 = time.perf_counter()
+    ptask, ptuner = tune_python_template(template, (n,), plog, args.trials)
+    ptune_s = time.perf_counter() - t0
+    with autotvm.apply_history_best(plog), tvm.target.Target("llvm"):
+        s, bufs = template(n)
+        packed = tvm.build(s, bufs)
+    c = np.empty((n, n), np.float32)
+    packed(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-2)
     rows = [("numpy (OpenBLAS)", median_s(lambda: a @ b)),
-            ("tvmd default", median_s(lambda: default.run(a, b))),
-            ("tvmd tuned", median_s(lambda: tuned.run(a, b)))]
+            ("relay default", median_s(lambda: default.run(a, b))),
+            ("relay tuned", median_s(lambda: tuned.run(a, b))),
+            ("packed tuned", median_s(lambda: packed(a, b, c)))]
     if n == 1024:
         rows.append(("hand schedule", _hand_schedule(a, b)))
     base = rows[0][1][0]
     t = tuners[0]
     print(f"\nmatmul {n}^3 f32, tuned {t.total_trials} trials in {tune_s:.0f} s "
           f"(kernel: default {gflops(flop, t.default_cost):.1f}, best {gflops(flop, t.best_cost):.1f} GFLOP/s)")
+    print(f"python template matmul_packed: {ptuner.trials} trials of {len(ptask.config_space)} in {ptune_s:.0f} s, "
+          f"best {ptask.config_space.get(ptuner.best_index).values if ptuner.best_index is not None else None} "
+          f"(kernel {gflops(flop, ptuner.best_cost):.1f} GFLOP/s)")
     print(f"{'':<18} {'median ms':>10} {'p90 ms':>8} {'GFLOP/s':>9} {'vs numpy':>9}   (limit {LIMIT_GFLOPS:.0f})")
     for name, (med, p90) in rows:
         print(f"{name:<18} {med * 1e3:>10.2f} {p90 * 1e3:>8.2f} {gflops(flop, med):>9.1f} {base / med:>8.2f}x")
