@@ -56,19 +56,74 @@ Same contract as :func:`tvmd.conversion.relay_to_te.schedules.default_schedule`
 
 The final combine of a row reduction is serial (32 steps on one thread),
 not a tree or warp shuffle.
+
+The schedule is an AutoTVM template (docs/autotvm.md), as the llvm one is
+(schedules.py, whose ``knob`` helper this uses): each number above that can
+vary without changing the schedule's structure is a knob,
+``#tune.knob<"STAGE.NAME", [CANDIDATES], DEFAULT>``, whose default is the
+number above (so an untuned build is exactly this schedule) and whose
+other candidates keep every config legal, with at most 1024 threads a
+block:
+
+* ``STAGE.threads`` of an elementwise (or root-bound) stage: the block
+  size, 256 (the extent when smaller); 64, 128, 256, 512, 1024 up to the
+  fused extent (the tail is guarded whatever the size);
+* ``STAGE.tile_y``, ``STAGE.tile_x`` of a 2-d thread block: 16 (the extent
+  when smaller); 8, 16, 32 up to the fused rows / the last axis, and
+  ``tile_y`` leaving at most 65535 blocks down the grid (32 x 32 = 1024);
+* ``STAGE.tile`` of a shared-tiled dense: ONE knob for both sides of the
+  thread block (the i and j splits), 16; 8, 16, 32 dividing M and N.  A
+  tile's row count is the block's side by construction (the region the
+  block reads), and the cooperative loads bind both tiles' rows to
+  threadIdx.y: the A tile has as many rows as the block, the W tile as
+  many as it has columns.  Two sizes would make a block of the larger
+  side squared with threads idle in the compute or the loads; one name,
+  used in both splits, keeps the block the output tile;
+* ``STAGE.k``: the K split, i.e. the tiles' row length, 16; 8, 16, 32
+  dividing K.  The same knob is the ``storage_align`` factor, so a padded
+  row is one element longer than the tile's (``k + 1``).  The loads bind
+  that row to threadIdx.x: with ``k`` > ``tile`` the block is ``k`` x
+  ``tile`` threads and the compute is guarded to ``tile`` x ``tile``; with
+  ``k`` < ``tile`` part of the block loads;
+* ``CACHE.pad`` of each shared tile: the ``storage_align`` offset, 1 (rows
+  padded by one element); 0 (unpadded);
+* ``STAGE.threads`` of a row reduction: the threads per row, 32; 32, 64,
+  128, 256 up to the row.  The factored stage's type (``te.rfactor``'s
+  result) spells the default; te-to-tir gives that stage the split's
+  extent, so an instantiated config runs with its own thread count.
+
+What stays fixed, and why:
+
+* the 16 in the shared-tile test (M, N and K multiples of 16) and MIN_ROW
+  (64): they choose which schedule a stage gets (its structure), not a
+  size within it; a size that did not divide M, N or K would put tails,
+  and barriers under guards, in the shared-tile kernel (so those knobs
+  offer only divisors);
+* the split by 1 that puts a row reduction's combine on thread 0, and
+  the limits of CUDA (65535 blocks in y, 1024 threads a block).
 """
 
 from __future__ import annotations
 
+import math
+
 from ...dialects.te.builder import ScheduleBuilder
 from ...dialects.te.ops import ComputeOp, ReadOp
-from .schedules import output_computes, pointwise_consumer
+from .schedules import knob, output_computes, pointwise_consumer
 
-THREADS = 256        # threads per block for 1-d kernels
-WARP = 32            # threads cooperating on one row of a row reduction
+THREADS = 256        # threads per block for 1-d kernels (the default of STAGE.threads)
+WARP = 32            # threads cooperating on one row of a row reduction (the default of STAGE.threads)
 MIN_ROW = 64         # shorter rows: one thread per row
-TILE = 16            # 16 x 16 threads per block for 2-d output tiles
+TILE = 16            # 16 x 16 threads per block for 2-d output tiles (the default of the tile knobs)
+PAD = 1              # a shared tile's row padding: stride = 1 mod its row length (the default of CACHE.pad)
 MAX_GRID_Y = 65535   # CUDA's limit on gridDim.y (and z)
+MAX_THREADS = 1024   # CUDA's limit on the threads of a block
+
+# the values a knob offers besides its default (see the module docstring)
+THREAD_CANDIDATES = (64, 128, 256, 512, 1024)   # a 1-d kernel's block, at most the extent
+TILE_CANDIDATES = (8, 16, 32)                   # a side of a 2-d thread block or of a shared tile
+ROW_THREAD_CANDIDATES = (32, 64, 128, 256)      # a row reduction's block, at most the row
+PAD_CANDIDATES = (0, 1)                         # a shared tile's rows unpadded, or one element longer
 
 
 def default_schedule(e, outputs):
@@ -111,11 +166,16 @@ def bind(s, c, tile2d=None):
     rows = 1
     for n in shape[:-1]:
         rows *= n
+    stage = c.results[0]
     fy = min(TILE, rows)
     if tile2d and rank >= 2 and -(-rows // fy) <= MAX_GRID_Y:
+        # a side of 8, 16 or 32 (at most 32 x 32 = MAX_THREADS threads), no
+        # longer than the axis, and few enough blocks down the grid's y
         row = s.fuse(*sp[:-1]) if rank > 2 else sp[0]
-        by, ty = s.split(row, factor=fy)
-        bx, tx = s.split(sp[-1], factor=min(TILE, shape[-1]))
+        by, ty = s.split(row, factor=knob(stage, "tile_y", fy, [t for t in TILE_CANDIDATES
+                                                                if t <= rows and -(-rows // t) <= MAX_GRID_Y]))
+        fx = min(TILE, shape[-1])
+        bx, tx = s.split(sp[-1], factor=knob(stage, "tile_x", fx, [t for t in TILE_CANDIDATES if t <= shape[-1]]))
         s.reorder(by, bx, ty, tx, *red)
         s.bind(by, "blockIdx.y")
         s.bind(bx, "blockIdx.x")
@@ -124,7 +184,8 @@ def bind(s, c, tile2d=None):
         return tx
     total = rows * shape[-1]
     f = s.fuse(*sp) if rank > 1 else sp[0]
-    bx, tx = s.split(f, factor=min(THREADS, total))
+    bx, tx = s.split(f, factor=knob(stage, "threads", min(THREADS, total),
+                                    [t for t in THREAD_CANDIDATES if t <= min(total, MAX_THREADS)]))
     if red:
         s.reorder(bx, tx, *red)
     s.bind(bx, "blockIdx.x")
@@ -137,7 +198,8 @@ def shared_tiled(s, c):
     module docstring); False, adding nothing, when `c` is not one."""
     if c.reducer is None or c.rank != 2 or len(c.reduce_extents) != 1:
         return False
-    if any(n % TILE for n in list(c.tensor_type.shape) + list(c.reduce_extents)):
+    (m, n), (kk,) = c.tensor_type.shape, c.reduce_extents
+    if any(x % TILE for x in (m, n, kk)):
         return False   # a tail would put barriers under guards only some threads pass
     func_args = set(s.e.block.args)
     reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
@@ -159,10 +221,15 @@ def shared_tiled(s, c):
         s.e.block.append(op)
         op.results[0].name = (t.name or "in") + "_shared"
         caches.append(op.results[0])
-    i, j, k = s.axes(c.results[0])
-    by, ty = s.split(i, factor=TILE)
-    bx, tx = s.split(j, factor=TILE)
-    ko, ki = s.split(k, factor=TILE)
+    # one knob for the block's two sides: the tiles' rows are loaded by the
+    # same threads that compute (their extents must divide M, N and K: no tails)
+    stage = c.results[0]
+    tile = knob(stage, "tile", TILE, TILE_CANDIDATES, math.gcd(m, n))
+    ktile = knob(stage, "k", TILE, TILE_CANDIDATES, kk)
+    i, j, k = s.axes(stage)
+    by, ty = s.split(i, factor=tile)
+    bx, tx = s.split(j, factor=tile)
+    ko, ki = s.split(k, factor=ktile)
     s.reorder(by, bx, ko, ty, tx, ki)
     s.bind(by, "blockIdx.y")
     s.bind(bx, "blockIdx.x")
@@ -172,7 +239,8 @@ def shared_tiled(s, c):
     for cache in caches:
         s.compute_at(cache, ko)
         if align is not None:   # rows of 17: the threads of a warp reading a column hit distinct banks
-            s.e.block.append(align([cache], [], {"axis": 0, "factor": TILE, "offset": 1}, (), s.e.loc))
+            s.e.block.append(align([cache], [], {"axis": 0, "factor": ktile,
+                                                 "offset": knob(cache, "pad", PAD, PAD_CANDIDATES)}, (), s.e.loc))
         a0, a1 = s._op("te.axes", [cache], 2, ["ax0", "ax1"])   # a cache stage: the tensor's rank
         s.bind(a0, "threadIdx.y")
         s.bind(a1, "threadIdx.x")
@@ -195,7 +263,10 @@ def row_reduce(s, c):
     if rfactor is None or set_scope is None:
         return False
     axes = s.axes(c.results[0])
-    _, ki = s.split(axes[rank], factor=WARP)
+    threads = knob(c.results[0], "threads", WARP, [t for t in ROW_THREAD_CANDIDATES if t <= red[0]])
+    _, ki = s.split(axes[rank], factor=threads)
+    # the factored stage's type says the default thread count; te-to-tir
+    # gives the stage the split's extent, so a config's own count is used
     cf_t = T.TensorType(shape + [WARP], c.tensor_type.element_type)
     op = rfactor([c.results[0], ki], [cf_t], {"factor_axis": rank}, (), s.e.loc)
     s.e.block.append(op)
