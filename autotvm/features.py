@@ -60,7 +60,9 @@ _TABLES: dict = {}         # (workload, code_hash) -> (radix, per-knob value tab
 # ---- knob features -----------------------------------------------------------
 
 def _knob_value(c, i) -> float:
-    if isinstance(c, str):
+    if isinstance(c, tuple) and len(c) > 1 and c[0] == -1 and all(type(x) is int and x > 0 for x in c[1:]):
+        return math.log2(math.prod(c[1:]))   # a split's sizes (-1, f1, ...): its inner extent
+    if isinstance(c, (str, tuple)):   # a name, a permutation, an annotation: its index
         return float(i)
     if isinstance(c, int) and c > 0:
         return math.log2(c)
@@ -312,7 +314,7 @@ def knob_features_of_values(task, values_list) -> np.ndarray:
             v = values.get(k.name, None)
             if v is None:
                 continue
-            if isinstance(v, str):
+            if isinstance(v, (str, tuple)) and not (isinstance(v, tuple) and v[:1] == (-1,)):
                 out[r, j] = k.candidates.index(v) if v in k.candidates else -1.0
             else:
                 out[r, j] = _knob_value(v, 0)

@@ -127,3 +127,16 @@ def test_tvm_tune_space_cli(tmp_path):
                        text=True)
     assert r.returncode == 1 and "has no te.func with knobs" in r.stderr and "Traceback" not in r.stderr
     assert os.path.exists(q)
+
+
+def test_apply_to_func_gives_a_template_its_defaults():
+    """Called directly (not through --apply-schedule), the scheduler fills
+    the knobs with their defaults (tile_i 4, tile_j 3) instead of failing."""
+    from tvmd.conversion.te_to_tir.apply_schedule import apply_to_func
+    from tvmd.ir.printer import print_op
+    m, func, space = space_of(MATMUL)
+    apply_to_func(func)
+    text = print_op(func)
+    assert "tir.for %i.outer = 0 to 6 parallel" in text       # 24 rows by 4
+    assert "tir.for %j.inner = 0 to 3 vectorized" in text     # 20 columns by 3
+    assert "tune.knob" not in text

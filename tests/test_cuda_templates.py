@@ -194,3 +194,17 @@ def test_nvcc_compiles_the_extreme_configs():
             instantiate(space, space.get(space.index_of({k: pick(c) for k, c in knobs.items()})))
             src, _ = generate(lower_to_tir(m))
             assert compile_cuda(src, "sm_90", "cubin")[:4] == b"\x7fELF", case
+
+
+def test_instantiating_a_row_reduction_retypes_its_rfactor():
+    """The factored stage's type spells the config's threads, not the default's."""
+    from tvmd.autotvm.space import config_space, instantiate
+    from tvmd.ir.printer import print_module
+    m = parse_module(RELAY_CASES["softmax"][0])
+    tf = lower_function(m, m.body.first, True, "cuda")
+    space = config_space(tf)
+    values = dict(space.default().values, **{"T_softmax_maxelem.threads": 128})
+    instantiate(space, space.get(space.index_of(values)))
+    text = print_module(m)
+    assert "te.rfactor %T_softmax_maxelem, %k.inner {factor_axis = 1} : tensor<4x128xf32>" in text
+    assert print_module(parse_module(text)) == text

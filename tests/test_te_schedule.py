@@ -192,9 +192,6 @@ def test_compute_at_window_and_guards():
     ("""  %i, %j, %k = te.axes %C
   %a, %b = te.split %i {nparts = -1}""", 14, "split nparts must be positive, got -1"),
     ("""  %i, %j, %k = te.axes %C
-  %a, %b = te.split %i {factor = #tune.knob<"tile_i", [1, 2, 3]>}""", 14,
-     "knob 'tile_i' has no value: put a number in its place"),
-    ("""  %i, %j, %k = te.axes %C
   te.compute_at %C, %i""", 14, "cannot compute 'C' at one of its own axes"),
     ("""  %i, %j = te.axes %R
   te.compute_inline %R""", 14, "cannot inline 'R': it is an output of the function"),

@@ -89,8 +89,8 @@ block:
   padded by one element); 0 (unpadded);
 * ``STAGE.threads`` of a row reduction: the threads per row, 32; 32, 64,
   128, 256 up to the row.  The factored stage's type (``te.rfactor``'s
-  result) spells the default; te-to-tir gives that stage the split's
-  extent, so an instantiated config runs with its own thread count.
+  result) spells the default; autotvm.space.instantiate retypes it with a
+  config's thread count.
 
 What stays fixed, and why:
 
@@ -265,8 +265,8 @@ def row_reduce(s, c):
     axes = s.axes(c.results[0])
     threads = knob(c.results[0], "threads", WARP, [t for t in ROW_THREAD_CANDIDATES if t <= red[0]])
     _, ki = s.split(axes[rank], factor=threads)
-    # the factored stage's type says the default thread count; te-to-tir
-    # gives the stage the split's extent, so a config's own count is used
+    # the factored stage's type says the default thread count;
+    # autotvm.space.instantiate retypes it for a config
     cf_t = T.TensorType(shape + [WARP], c.tensor_type.element_type)
     op = rfactor([c.results[0], ki], [cf_t], {"factor_axis": rank}, (), s.e.loc)
     s.e.block.append(op)

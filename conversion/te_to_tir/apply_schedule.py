@@ -107,11 +107,17 @@ def report_untuned(filled):
     func, values = filled[0]
     if len(filled) == 1:
         warning(func.loc, f"template @{func.attributes['sym_name']} is untuned: its {len(values)} knob(s) take "
-                          f"their defaults ({', '.join(f'{k}={v}' for k, v in values.items())})")
+                          f"their defaults ({', '.join(f'{k}={_show(v)}' for k, v in values.items())})")
     else:
         warning(func.loc, f"{len(filled)} templates are untuned: their knobs take their defaults "
                           f"(first @{func.attributes['sym_name']}; tvm-tune tunes them, "
                           f"--apply-history-best applies a tuning log)")
+
+
+def _show(v):
+    """A knob's value as logs write it: a split's sizes [-1, 8], not (-1, 8)."""
+    from ...autotvm.space import _show
+    return _show(v) if isinstance(v, tuple) else v
 
 
 def needs_schedule(func) -> bool:

@@ -7,7 +7,8 @@ and a leaf order.  Schedule ops run in program order:
 * ``te.split`` replaces a leaf by (outer, inner), ``te.fuse`` adjacent leaves
   by one, ``te.tile`` is two splits and a reorder, ``te.reorder`` permutes
   the named leaves among their own positions (TVM's rule);
-* loop kinds (parallel, vectorized, unrolled, thread) and pragmas mark leaves;
+* loop kinds (parallel, vectorized, unrolled, thread) and pragmas mark
+  leaves; ``te.annotate`` names the kind by a value (AutoTVM's annotate knob);
 * compute_inline / compute_root / compute_at set where a stage goes;
 * set_scope / storage_align / double_buffer describe its buffer (storage.py).
 
@@ -107,7 +108,7 @@ def int_attr(op, key):
     """An integer attribute; an uninstantiated tuning knob is an error."""
     v = op.attributes.get(key)
     if isinstance(v, DialectAttr):
-        if v.name == "tune.knob" and v.params and isinstance(v.params[0], str):
+        if v.name.startswith("tune.") and v.params and isinstance(v.params[0], str):
             raise op.error(f"knob '{v.params[0]}' has no value: put a number in its place, or let "
                            f"--apply-schedule give the template its defaults (autotvm/space.py)")
         raise op.error(f"'{key}' must be an integer, got #{v.name}")
@@ -231,7 +232,10 @@ class Schedule:
         self.handles[op.results[0]] = (st, cur)
 
     def _reorder(self, op):
-        st, ivs = self.leaves_of_one_stage(op, op.operands)
+        perm = op.attributes.get("perm")
+        if isinstance(perm, DialectAttr):
+            int_attr(op, "perm")   # an uninstantiated knob: the error
+        st, ivs = self.leaves_of_one_stage(op, op.ordered())
         self.reorder(op, st, ivs)
 
     def reorder(self, op, st, ivs):
@@ -266,6 +270,17 @@ class Schedule:
 
     def _bind(self, op):
         self._annotate(op, THREAD_KIND, op.attributes["thread"])
+
+    def _annotate_kind(self, op):
+        kind = op.attributes["kind"]
+        if isinstance(kind, DialectAttr):
+            int_attr(op, "kind")   # an uninstantiated knob: the error
+        if kind == "none":
+            self.leaf(op, op.operands[0])   # still a live axis
+        elif kind.startswith("bind:"):
+            self._annotate(op, THREAD_KIND, kind[5:])
+        else:
+            self._annotate(op, {"unroll": "unrolled", "vectorize": "vectorized", "parallel": "parallel"}[kind])
 
     def _pragma(self, op):
         st, iv = self.leaf(op, op.operands[0])
@@ -328,7 +343,8 @@ class Schedule:
 _APPLY = {
     S.AxesOp: Schedule._axes, S.SplitOp: Schedule._split, S.TileOp: Schedule._tile, S.FuseOp: Schedule._fuse,
     S.ReorderOp: Schedule._reorder, S.ParallelOp: Schedule._parallel, S.VectorizeOp: Schedule._vectorize,
-    S.UnrollOp: Schedule._unroll, S.BindOp: Schedule._bind, S.PragmaOp: Schedule._pragma,
+    S.UnrollOp: Schedule._unroll, S.BindOp: Schedule._bind, S.AnnotateOp: Schedule._annotate_kind,
+    S.PragmaOp: Schedule._pragma,
     S.ComputeInlineOp: Schedule._compute_inline, S.ComputeRootOp: Schedule._compute_root,
     S.SetScopeOp: Schedule._set_scope, S.StorageAlignOp: Schedule._storage_align,
     S.DoubleBufferOp: Schedule._double_buffer, S.ComputeAtOp: Schedule._compute_at,

@@ -8,9 +8,10 @@ out and erases them::
     %jo, %ji = te.split %j {factor = 16}     or {nparts = 4}
     %xo, %yo, %xi, %yi = te.tile %x, %y {x_factor = 8, y_factor = 8}
     %f = te.fuse %i, %jo                     adjacent axes, outer first
-    te.reorder %f, %k, %ji
+    te.reorder %f, %k, %ji                   or {perm = [2, 0, 1]}: %ji, %f, %k
     te.parallel %f      te.vectorize %ji      te.unroll %k
     te.bind %f {thread = "blockIdx.x"}
+    te.annotate %ji {kind = "vectorize"}     none / unroll / vectorize / parallel / bind:TAG
     te.pragma %f {auto_unroll_max_step = 16}  annotations for the loop
     te.compute_inline %P    te.compute_root %P    te.compute_at %P, %jo
 
@@ -27,7 +28,9 @@ Storage ops mark the buffer a stage is realized in::
     te.storage_align %C {axis = 0, factor = 16, offset = 1}   row stride = 1 mod 16
     te.double_buffer %C
 
-Integer attributes may be AutoTVM knobs (``#tune.knob<"tile_x", [8, 16], 16>``):
+Integer attributes may be AutoTVM knobs (``#tune.knob<"tile_x", [8, 16], 16>``),
+te.split's factor a split knob (``#tune.split<"tile_x", 64, "factors">``),
+te.reorder's perm a reorder knob and te.annotate's kind an annotate knob:
 such a te.func is a template (autotvm/space.py); ``--apply-schedule`` gives
 an untuned template's knobs their defaults, with one warning.
 """
@@ -35,14 +38,18 @@ an untuned template's knobs their defaults, with one warning.
 from __future__ import annotations
 
 from ...ir import types as T
-from ...ir.attrkinds import INT, enum, optional
-from ...ir.core import Attr, Operation
+from ...ir.attributes import DialectAttr
+from ...ir.attrkinds import INT, INTS, enum, optional
+from ...ir.core import Attr, AttrKind, Operation
 from .ops import ComputeOp
 
 AXIS = T.OpaqueType("te.axis")
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
                "vthread")
 SCOPES = ("global", "shared", "local")
+# a string, or a tuning knob in its place (te.annotate's kind)
+STR_OR_KNOB = AttrKind("string", lambda v: None if type(v) is str or (
+    isinstance(v, DialectAttr) and v.name.startswith("tune.")) else "must be a string")
 
 
 def stage_axis_count(v, at=None) -> int:
@@ -164,14 +171,34 @@ class FuseOp(ScheduleOp):
 
 
 class ReorderOp(ScheduleOp):
+    """``te.reorder %a, %b, %c``: the axes take their own positions in this
+    order; ``{perm = [2, 0, 1]}`` orders them ``%c, %a, %b`` first (AutoTVM's
+    ReorderEntity: ``axes[perm[0]]`` outermost), so a knob can pick it."""
+
     __slots__ = ()
     name = "te.reorder"
     OPERANDS = ("*axes",)
     RESULTS = ()
+    ATTRS = {"perm": Attr(optional(INTS), None)}
 
     def verify_schedule(self):
         if len(set(self.operands)) != len(self.operands):
             raise self.error("lists an axis twice")
+        perm = self.attributes.get("perm")
+        if isinstance(perm, tuple) and (msg := perm_error(perm, len(self.operands))):
+            raise self.error(f"'perm' {msg}")
+
+    def ordered(self):
+        """The axes in the order asked for (after perm, once instantiated)."""
+        perm = self.attributes.get("perm")
+        return list(self.operands) if perm is None else [self.operands[i] for i in perm]
+
+
+def perm_error(perm, n) -> str | None:
+    """Why `perm` is not a permutation of 0..n-1, or None."""
+    if len(perm) != n or any(type(i) is not int for i in perm) or sorted(perm) != list(range(n)):
+        return f"must be a permutation of 0..{n - 1} (one index per operand), got {list(perm)}"
+    return None
 
 
 class _AnnotateOp(ScheduleOp):
@@ -204,6 +231,34 @@ class BindOp(_AnnotateOp):
     name = "te.bind"
     ATTRS = {"thread": Attr(enum(*THREAD_TAGS))}
     KIND = "thread"
+
+
+ANNOTATE_KINDS = ("none", "unroll", "vectorize", "parallel")
+
+
+def annotate_kind_error(kind) -> str | None:
+    """Why `kind` is not a te.annotate kind, or None."""
+    if type(kind) is str and (kind in ANNOTATE_KINDS
+                              or kind.startswith("bind:") and kind[5:] in THREAD_TAGS):
+        return None
+    return (f"must be one of {', '.join(repr(k) for k in ANNOTATE_KINDS)} or 'bind:TAG' "
+            f"(TAG one of {', '.join(THREAD_TAGS)}), got {kind!r}")
+
+
+class AnnotateOp(_AnnotateOp):
+    """``te.annotate %x {kind = "unroll"}``: the loop kind named by a value
+    (AutoTVM's define_annotate): "none" leaves it serial, "unroll",
+    "vectorize", "parallel" as te.unroll / te.vectorize / te.parallel,
+    "bind:threadIdx.x" as te.bind.  Its kind may be a knob."""
+
+    __slots__ = ()
+    name = "te.annotate"
+    ATTRS = {"kind": Attr(STR_OR_KNOB)}
+
+    def verify_schedule(self):
+        kind = self.attributes.get("kind")
+        if not isinstance(kind, DialectAttr) and (msg := annotate_kind_error(kind)):
+            raise self.error(f"'kind' {msg}")
 
 
 class PragmaOp(_AnnotateOp):
@@ -350,5 +405,6 @@ class RFactorOp(StageOp):
 # the op families, for isinstance: every schedule op derives from ScheduleOp,
 # the stage-making ones (cache_read, cache_write, rfactor) from StageOp
 STAGE_OPS = (CacheWriteOp, CacheReadOp, RFactorOp)
-SCHEDULE_OPS = (AxesOp, SplitOp, TileOp, FuseOp, ReorderOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, PragmaOp,
+SCHEDULE_OPS = (AxesOp, SplitOp, TileOp, FuseOp, ReorderOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, AnnotateOp,
+                PragmaOp,
                 ComputeInlineOp, ComputeRootOp, ComputeAtOp, SetScopeOp, StorageAlignOp, DoubleBufferOp) + STAGE_OPS
