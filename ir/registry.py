@@ -73,7 +73,7 @@ PASSES: dict[str, tuple[str, str]] = {
     # conversions
     "lower-relay-to-te": ("tvmd.conversion.relay_to_te.pass_", "LowerRelayToTE"),
     "apply-schedule": ("tvmd.conversion.te_to_tir.apply_schedule", "ApplySchedule"),
-    "apply-history-best": ("tvmd.autotvm.apply_history_best", "ApplyHistoryBest"),
+    "apply-history-best": ("tvmd.autotvm.history_best_pass", "ApplyHistoryBest"),
     "lower-te-to-tir": ("tvmd.conversion.te_to_tir.lower", "LowerTEToTIR"),
     # tir
     "tir-simplify": ("tvmd.dialects.tir.passes.simplify", "Simplify"),

@@ -334,3 +334,14 @@ def test_import_stays_cheap_and_names_are_the_functions():
             "assert hasattr(a.task, 'create') and a.tuner.RandomTuner")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_the_pass_module_does_not_shadow_apply_history_best():
+    """Importing the --apply-history-best pass (as tvm-opt does) must leave
+    autotvm.apply_history_best the context manager, not a module."""
+    import importlib
+
+    from tvmd.ir.registry import get_pass_class
+    get_pass_class("apply-history-best")
+    importlib.import_module(get_pass_class("apply-history-best").__module__)
+    assert callable(autotvm.apply_history_best)
