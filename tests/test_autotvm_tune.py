@@ -202,3 +202,36 @@ def test_tvm_tune_bad_arguments(tmp_path, args, message):
     assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
     assert "<command line>:1:" in r.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+class _Stream:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_line_on_a_terminal_and_quiet_when_piped():
+    from tvmd.autotvm.callback import progress_bar
+
+    class Tuner:   # what the callback reads of a tuner
+        task = faulty_task()
+        best_flops = 2.5e9
+    rec = record(cost=1e-6)
+    rec.costs = [1e-6]
+    Tuner.task.flop = 4000
+    tty, pipe = _Stream(True), _Stream(False)
+    for stream in (tty, pipe):
+        bar = progress_bar(10, "[Task  1/ 2] ", stream=stream, done=3)
+        bar(Tuner(), [None], [rec])
+        bar.finish()
+    assert tty.text.startswith("\r[Task  1/ 2] Current/Best:    4.00/   2.50 GFLOPS | Progress: (4/10) | ")
+    assert tty.text.endswith(" s\n")
+    assert pipe.text == ""

@@ -186,7 +186,9 @@ class Driver(ToolDriver):
             self.report(e)
             return 1
         except KeyboardInterrupt:
-            sys.stderr.write("tvm-tune: interrupted\n")
+            log = getattr(self, "log_path", None)
+            sys.stderr.write("tvm-tune: interrupted" + (f"; the records measured so far are in {log}: "
+                                                        f"--resume continues" if log else "") + "\n")
             return 130
         except Exception as e:   # a bug: one line saying where, not a traceback
             report_internal_error(e)
@@ -275,6 +277,7 @@ class Driver(ToolDriver):
         measurer = self.measurer(o, option)
         try:
             writer = LogWriter(o.log)
+            self.log_path = o.log
         except OSError as e:
             measurer.close()
             raise self.cl.error(o.log_index, f"cannot write the log '{o.log}': {e.strerror}") from None
