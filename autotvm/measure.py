@@ -307,7 +307,9 @@ class Measurer:
 
     def __init__(self, option: MeasureOption | None = None):
         self.option = option or MeasureOption()
-        self.reference = {}   # task workload -> outputs of the reference config
+        # (workload, code hash) -> outputs of the reference config: two
+        # templates of one workload (a name and shapes) may compute different things
+        self.reference = {}
 
     def __enter__(self):
         return self
@@ -344,14 +346,14 @@ class Measurer:
         measures it first), else what differs."""
         if not self.option.check_correctness:
             return None
-        ref = self.reference.setdefault(task.workload, outs)
+        ref = self.reference.setdefault((task.workload, task.code_hash), outs)
         return None if ref is outs else compare_outputs(ref, outs)
 
     def ensure_reference(self, task):
         """Measure the default config first, so later configs are checked
         against its outputs (if it fails, the first config that runs is the
         reference).  Returns its record, or None when one exists already."""
-        if task.workload in self.reference:
+        if (task.workload, task.code_hash) in self.reference:
             return None
         (rec,) = self.measure(task, [task.config_space.default().index])
         return rec

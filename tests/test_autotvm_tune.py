@@ -235,3 +235,28 @@ def test_progress_line_on_a_terminal_and_quiet_when_piped():
     assert tty.text.startswith("\r[Task  1/ 2] Current/Best:    4.00/   2.50 GFLOPS | Progress: (4/10) | ")
     assert tty.text.endswith(" s\n")
     assert pipe.text == ""
+
+
+def test_two_templates_of_one_workload_are_checked_against_their_own_default():
+    """@scale and @scale_1 share a workload (name less its suffix, shapes)
+    but compute different things: neither is a wrong answer of the other."""
+    from tvmd.autotvm.task import extract_tasks
+    from tvmd.parser import parse_module
+    body = """te.func @{name}(%A: tensor<64xf32>) -> tensor<64xf32> {{
+  %B = te.compute [%i] : tensor<64xf32> {{
+    %a = te.read %A[%i] : f32
+    %c = arith.constant {c} : f32
+    %m = arith.mulf %a, %c : f32
+    yield %m
+  }}
+  %i = te.axes %B
+  %io, %ii = te.split %i {{factor = #tune.knob<"t", [4, 8]>}}
+  te.vectorize %ii
+  return %B
+}}
+"""
+    tasks, _ = extract_tasks(parse_module(body.format(name="scale", c="2.0") + body.format(name="scale_1", c="3.0")))
+    assert len(tasks) == 2 and tasks[0].workload == tasks[1].workload
+    with LocalMeasurer(MeasureOption(repeat=1)) as m:
+        recs = [r for t in tasks for r in (m.ensure_reference(t), *m.measure(t, [1]))]
+    assert all(r.ok for r in recs), [r.error_msg for r in recs]
