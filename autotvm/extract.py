@@ -20,33 +20,27 @@ def extract_from_relay(module, target: str = "llvm", opt_level: int = 3):
     """(tasks, weights, skipped) of a relay module (changed in place by the
     graph passes); weights[i] is the number of kernels of tasks[i]."""
     from ..conversion.relay_to_te.outline import outline_loose_ops
-    from ..conversion.relay_to_te.pass_ import lower_function
-    from ..dialects.builtin.ops import ModuleOp
+    from ..dialects.relay.ops.function import CallOp
     from ..dialects.relay.ops.function import FuncOp as RelayFuncOp
     from ..ir.pass_manager import PassContext
-    from ..runtime.build import graph_pipeline
+    from ..runtime.build import fallback_reason, graph_pipeline, lower_to_te_alone
     from .space import templates
     from .task import canonical_target, task_of
     ctx = PassContext()
     for p in graph_pipeline(opt_level, target):
         p.run(module, ctx)
     outline_loose_ops(module)
-    from ..dialects.relay.ops.function import CallOp
     calls = {}
     for op in module.walk():
         if isinstance(op, CallOp):
             calls[op.callee] = calls.get(op.callee, 0) + 1
     canonical = canonical_target(target)
-    kind = str(target).split()[0]
     tasks, weights, skipped, index = [], [], [], {}
     for rf in [op for op in module.body.ops if isinstance(op, RelayFuncOp) and "primitive" in op.attributes]:
-        scratch = ModuleOp.create_empty()
-        clone = rf.clone()
-        scratch.body.append(clone)
         try:
-            lower_function(scratch, clone, True, kind)
+            scratch, _ = lower_to_te_alone(rf, target)
         except Exception as e:   # noqa: BLE001 - the build would interpret it: not a task
-            skipped.append((rf.sym_name, str(e).splitlines()[0] if str(e) else type(e).__name__))
+            skipped.append((rf.sym_name, fallback_reason(e)))
             continue
         for func, _space in templates(scratch):
             t = task_of(func, canonical, target)

@@ -93,23 +93,12 @@ def build_config(task, index: int, opt_level: int = 3) -> BuildResult:
 def run_built(b: BuildResult, opt: MeasureOption, target: str):
     """Time one built config (in the runner).  Returns (costs, outputs)."""
     from ..backend.llvm import jit
-    from ..runtime.ndarray import empty_aligned
+    from ..runtime.ndarray import random_array, zeros_aligned
     lib = jit.load_object(b.obj, target)
     kernel = lib[b.func]
     rng = np.random.default_rng(opt.seed)
-    arrays = []
-    for shape, dtype, is_output in b.params:
-        dt = np.dtype(dtype)
-        a = empty_aligned(tuple(shape), dt)
-        if is_output:
-            a[...] = 0
-        elif dt.kind == "f":
-            a[...] = rng.standard_normal(a.shape)
-        elif dt.kind in "iu":
-            a[...] = rng.integers(0, 8, a.shape)
-        else:
-            a[...] = rng.integers(0, 2, a.shape)
-        arrays.append(a)
+    arrays = [zeros_aligned(tuple(shape), dtype) if is_output else random_array(tuple(shape), dtype, rng)
+              for shape, dtype, is_output in b.params]
     kernel(*arrays)   # checked once; then timed without the checks
     outputs = [a.copy() for a, (_, _, is_out) in zip(arrays, b.params) if is_out]
     cargs = [a.ctypes.data for a in arrays]

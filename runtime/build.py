@@ -256,7 +256,7 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None, histor
         except Exception as e:
             if not fallback:
                 raise
-            why = _why(e)
+            why = fallback_reason(e)
             rf.attributes["interpreted"] = why
             interpreted.append((name, why))
             continue
@@ -269,15 +269,23 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None, histor
     return kernels, interpreted
 
 
-def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx, history=None):
-    """The tir.func for primitive function `rf`, built in a scratch module
-    (detached from it); `rf` itself is not touched."""
+def lower_to_te_alone(rf, target):
+    """(scratch module, te.func): primitive function `rf` lowered with its
+    default schedule (a template) in a module of its own; `rf` is not
+    touched.  The first step of each kernel's build, and what AutoTVM's
+    task extraction (autotvm/extract.py) tunes."""
     from ..conversion.relay_to_te.pass_ import lower_function
     from ..dialects.builtin.ops import ModuleOp
     scratch = ModuleOp.create_empty()
     clone = rf.clone()
     scratch.body.append(clone)
-    tf = lower_function(scratch, clone, True, str(target).split()[0])
+    return scratch, lower_function(scratch, clone, True, str(target).split()[0])
+
+
+def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx, history=None):
+    """The tir.func for primitive function `rf`, built in a scratch module
+    (detached from it); `rf` itself is not touched."""
+    scratch, tf = lower_to_te_alone(rf, target)
     from ..autotvm.dispatch import apply_best
     apply_best(scratch, history)   # the best config of the tuning log, or silently the defaults
     schedule.run_on(tf, ctx)
@@ -290,7 +298,8 @@ def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx, history=None):
     return func
 
 
-def _why(e):
+def fallback_reason(e):
+    """One line: why a primitive function could not be lowered."""
     from ..ir.diagnostics import DiagnosticError
     if isinstance(e, DiagnosticError):
         msg = e.diagnostics[0].message

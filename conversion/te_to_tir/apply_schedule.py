@@ -51,11 +51,11 @@ class ApplySchedule(ModulePass):
         return super().from_options(text, base_offset)
 
     def run(self, module, ctx):
+        from ...dialects.te.ops import FuncOp
         self._load_file(module)
-        self._untuned = []
+        # every template of the module in one warning (run_on then finds none)
+        self._count_defaults(ctx, default_untuned([op for op in module.body.ops if isinstance(op, FuncOp)]))
         super().run(module, ctx)
-        untuned, self._untuned = self._untuned, None
-        report_untuned(untuned)
 
     def _load_file(self, module):
         """Add the schedule file's blocks to `module`, once per module (a
@@ -72,16 +72,22 @@ class ApplySchedule(ModulePass):
             return
         if self.file and op.parent is not None:
             self._load_file(op.parent_op)
-        filled = fill_default_knobs(op)
-        if filled:
-            ctx.stat(self, "templates given their default config")
-            if getattr(self, "_untuned", None) is not None:
-                self._untuned.append(filled)   # reported once, by run()
-            else:
-                report_untuned([filled])
+        self._count_defaults(ctx, default_untuned([op]))   # nested under te.func(...)
         if needs_schedule(op):
             apply_to_func(op)
             ctx.stat(self, "functions scheduled")
+
+    def _count_defaults(self, ctx, n):
+        if n:
+            ctx.stat(self, "templates given their default config", n)
+
+
+def default_untuned(funcs) -> int:
+    """Give each template among `funcs` its defaults, say so in one warning
+    (report_untuned); returns how many there were."""
+    filled = [f for f in map(fill_default_knobs, funcs) if f]
+    report_untuned(filled)
+    return len(filled)
 
 
 def fill_default_knobs(func):

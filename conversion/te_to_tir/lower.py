@@ -48,10 +48,9 @@ class LowerTEToTIR(ModulePass):
 
     def run(self, module, ctx):
         from ...dialects.te.ops import FuncOp, ReducerOp
-        from .apply_schedule import fill_default_knobs, report_untuned
+        from .apply_schedule import default_untuned
         # templates not yet scheduled take their defaults, as --apply-schedule gives them
-        report_untuned([f for op in list(module.body.ops) if isinstance(op, FuncOp)
-                        for f in [fill_default_knobs(op)] if f])
+        default_untuned([op for op in module.body.ops if isinstance(op, FuncOp)])
         super().run(module, ctx)
         if not any(isinstance(op, FuncOp) for op in module.body.ops):
             for op in list(module.body.ops):   # user reducers were cloned into the loops
@@ -62,11 +61,9 @@ class LowerTEToTIR(ModulePass):
         from ...dialects.te.ops import FuncOp
         if not isinstance(op, FuncOp):
             return
-        from .apply_schedule import apply_to_func, fill_default_knobs, needs_schedule, report_untuned
+        from .apply_schedule import apply_to_func, default_untuned, needs_schedule
         if needs_schedule(op):
-            filled = fill_default_knobs(op)   # nested under te.func(...): one function at a time
-            if filled:
-                report_untuned([filled])
+            default_untuned([op])   # nested under te.func(...): one function at a time
             apply_to_func(op)
         new = lower_func(op)
         op.parent.insert_before(op, new)
