@@ -5,6 +5,7 @@ defaults, log entities, validation, every config computing what numpy
 computes, and a real tvm-tune run whose log applies."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,14 +14,13 @@ import pytest
 
 from tvmd.autotvm.record import Record, entity_json, load
 from tvmd.autotvm.space import config_space, instantiate, templates
-from tvmd.backend.llvm import jit
 from tvmd.conversion.te_to_tir.schedule_state import Schedule
 from tvmd.ir.diagnostics import DiagnosticError
-from tvmd.ir.pass_manager import PassManager, instantiate as make_passes, parse_pipeline
 from tvmd.ir.printer import print_module
-from tvmd.ir.registry import get_pass_class
 from tvmd.parser import parse_module
-from tvmd.runtime.executor import allocate_outputs
+
+sys.path.insert(0, os.path.dirname(__file__))
+from autotvm_check import lower_and_run  # noqa: E402
 
 # all three kinds: a 2-way split of a policy and of a list, a 3-way split
 # (two te.split ops, parts 1 and 2, sharing one knob), a reorder knob and an
@@ -50,14 +50,6 @@ def space_of(text):
     m = parse_module(text, "t.te")
     ((func, space),) = templates(m)
     return m, func, space
-
-
-def lower_and_run(m, a, b):
-    PassManager(make_passes(parse_pipeline("apply-schedule,lower-te-to-tir,lower-tir"), get_pass_class)).run(m)
-    f = next(op for op in m.body.ops if op.name == "tir.func")
-    outs = allocate_outputs(f)
-    jit.compile(m)[f.sym_name](a, b, *outs)
-    return outs[0]
 
 
 def data():

@@ -10,30 +10,11 @@ import numpy as np
 import pytest
 
 from tvmd.autotvm.space import config_space, instantiate, templates
-from tvmd.backend.llvm import jit
 from tvmd.ir.diagnostics import DiagnosticError
-from tvmd.ir.pass_manager import PassManager, instantiate as make_passes, parse_pipeline
-from tvmd.ir.registry import get_pass_class
 from tvmd.parser import parse_module
-from tvmd.runtime.executor import allocate_outputs
 
-MATMUL = """te.func @matmul(%A: tensor<24x40xf32>, %B: tensor<40x20xf32>) -> tensor<24x20xf32> {
-  %C = te.compute [%i, %j] reduce [%k: 40] "sum" : tensor<24x20xf32> {
-    %a = te.read %A[%i, %k] : f32
-    %b = te.read %B[%k, %j] : f32
-    %m = arith.mulf %a, %b : f32
-    yield %m
-  }
-  %i, %j, %k = te.axes %C
-  %io, %ii = te.split %i {factor = #tune.knob<"tile_i", [1, 4, 5, 24], 4>}
-  %jo, %ji = te.split %j {factor = #tune.knob<"tile_j", [3, 8, 20]>}
-  %ko, %ki = te.split %k {factor = #tune.knob<"tile_k", [1, 7, 8]>}
-  te.reorder %io, %jo, %ko, %ii, %ki, %ji
-  te.vectorize %ji
-  te.parallel %io
-  return %C
-}
-"""
+sys.path.insert(0, os.path.dirname(__file__))
+from autotvm_check import MATMUL, lower_and_run  # noqa: E402
 
 
 def space_of(text):
@@ -57,14 +38,6 @@ def test_space_order_and_indexing():
         space.get(len(space))
     d = space.default()
     assert d.values == {"tile_i": 4, "tile_j": 3, "tile_k": 1} and d.index == 1
-
-
-def lower_and_run(m, a, b):
-    PassManager(make_passes(parse_pipeline("apply-schedule,lower-te-to-tir,lower-tir"), get_pass_class)).run(m)
-    f = next(op for op in m.body.ops if op.name == "tir.func")
-    outs = allocate_outputs(f)
-    jit.compile(m)[f.sym_name](a, b, *outs)
-    return outs[0]
 
 
 def test_every_config_computes_the_matmul():

@@ -16,25 +16,11 @@ from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
 from tvmd.autotvm.record import ErrorNo, LogWriter, Record, load, pick_best
 from tvmd.autotvm.tuner import make_tuner
 from tvmd.ir.diagnostics import DiagnosticError
+from tvmd.parser import parse_module
 from tvmd.testing.autotvm_faults import FAULTS, faulty_task
 
-MATMUL = """te.func @matmul(%A: tensor<24x40xf32>, %B: tensor<40x20xf32>) -> tensor<24x20xf32> {
-  %C = te.compute [%i, %j] reduce [%k: 40] "sum" : tensor<24x20xf32> {
-    %a = te.read %A[%i, %k] : f32
-    %b = te.read %B[%k, %j] : f32
-    %m = arith.mulf %a, %b : f32
-    yield %m
-  }
-  %i, %j, %k = te.axes %C
-  %io, %ii = te.split %i {factor = #tune.knob<"tile_i", [1, 4, 5, 24], 4>}
-  %jo, %ji = te.split %j {factor = #tune.knob<"tile_j", [3, 8, 20]>}
-  %ko, %ki = te.split %k {factor = #tune.knob<"tile_k", [1, 7, 8]>}
-  te.reorder %io, %jo, %ko, %ii, %ki, %ji
-  te.vectorize %ji
-  te.parallel %io
-  return %C
-}
-"""
+sys.path.insert(0, os.path.dirname(__file__))
+from autotvm_check import MATMUL, lower_and_run  # noqa: E402
 
 
 def tool(name, *args, **kw):
@@ -113,20 +99,6 @@ def test_tuning_survives_faulty_candidates_and_logs_each(tmp_path):
     assert tuner.failed == 4 and FAULTS[tuner.best_index] in ("ok", "faster")
 
 
-def lower_and_run(text, a, b):
-    from tvmd.backend.llvm import jit
-    from tvmd.ir.pass_manager import PassManager, instantiate, parse_pipeline
-    from tvmd.ir.registry import get_pass_class
-    from tvmd.parser import parse_module
-    from tvmd.runtime.executor import allocate_outputs
-    m = parse_module(text)
-    PassManager(instantiate(parse_pipeline("apply-schedule,lower-te-to-tir,lower-tir"), get_pass_class)).run(m)
-    f = next(op for op in m.body.ops if op.name == "tir.func")
-    outs = allocate_outputs(f)
-    jit.compile(m)[f.sym_name](a, b, *outs)
-    return outs[0]
-
-
 def test_tvm_tune_then_apply_history_best(tmp_path):
     src = tmp_path / "mm.te"
     src.write_text(MATMUL)
@@ -149,7 +121,7 @@ def test_tvm_tune_then_apply_history_best(tmp_path):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((24, 40)).astype(np.float32)
     b = rng.standard_normal((40, 20)).astype(np.float32)
-    np.testing.assert_allclose(lower_and_run(r.stdout, a, b), a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(lower_and_run(parse_module(r.stdout), a, b), a @ b, rtol=1e-4, atol=1e-4)
 
     # a log tuned for another CPU never applies silently
     r = tool("opt_main", src, f"--apply-history-best=log={log} target=\"llvm -mcpu=skylake\"")
@@ -241,7 +213,6 @@ def test_two_templates_of_one_workload_are_checked_against_their_own_default():
     """@scale and @scale_1 share a workload (name less its suffix, shapes)
     but compute different things: neither is a wrong answer of the other."""
     from tvmd.autotvm.task import extract_tasks
-    from tvmd.parser import parse_module
     body = """te.func @{name}(%A: tensor<64xf32>) -> tensor<64xf32> {{
   %B = te.compute [%i] : tensor<64xf32> {{
     %a = te.read %A[%i] : f32
