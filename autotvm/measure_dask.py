@@ -57,6 +57,7 @@ _ALL_WORKERS: list[Worker] = []
 _RUNNER: list[Worker] = []
 _RUN_LOCK = threading.Lock()   # one measurement at a time in this process
 _MEASURING: list[int] = []     # the index being measured, while it is
+_SPANS: list[tuple[float, float]] = []   # (start, end) wall-clock seconds of each run timed here
 LOCK_FILE = "tvmd-autotvm-measure.lock"
 
 
@@ -98,9 +99,11 @@ def remote_run(b: BuildResult, option: MeasureOption, target: str):
             _RUNNER.append(_new_worker(max_calls=200))
         with host_lock():
             _MEASURING[:] = [b.index]
+            start = time.time()
             try:
                 return run_on(_RUNNER[0], b, option, target)
             finally:
+                _SPANS.append((start, time.time()))   # still under the lock
                 _MEASURING.clear()
 
 
@@ -129,6 +132,13 @@ def measuring() -> int | None:
     """The index of the config this Dask worker is timing now, if any
     (``client.run(measuring)``)."""
     return _MEASURING[0] if _MEASURING else None
+
+
+def measured_spans() -> list[tuple[float, float]]:
+    """(start, end) wall-clock seconds of every run this Dask worker timed,
+    taken inside the host lock (``client.run(measured_spans)``: runs on one
+    machine must never overlap)."""
+    return list(_SPANS)
 
 
 def worker_processes() -> list[int]:

@@ -19,7 +19,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 sys.path.insert(0, os.path.dirname(__file__))
 from test_autotvm_tune import MATMUL  # noqa: E402
 from tvmd.autotvm.measure import MeasureOption  # noqa: E402
-from tvmd.autotvm.measure_dask import DaskMeasurer, measuring, worker_processes  # noqa: E402
+from tvmd.autotvm.measure_dask import DaskMeasurer, measured_spans, measuring, worker_processes  # noqa: E402
 from tvmd.autotvm.record import ErrorNo  # noqa: E402
 from tvmd.autotvm.task import extract_tasks  # noqa: E402
 from tvmd.autotvm.tuner import make_tuner  # noqa: E402
@@ -152,27 +152,18 @@ def test_without_a_device_resource_runs_never_overlap(cluster):
             return False
 
     task = task_of(SLOW)
-    timing, done = [], threading.Event()
-
-    def watch():
-        while not done.is_set():
-            now = [a for a, i in cluster.client.run(measuring, on_error="ignore").items() if isinstance(i, int)]
-            timing.append(now)
-            time.sleep(0.01)
-
-    watcher = threading.Thread(target=watch, daemon=True)
     with NoDevice(cluster.address, MeasureOption(repeat=1, timeout=60)) as m:
         m.ensure_reference(task)
-        watcher.start()
-        try:
-            recs = m.measure(task, [1, 2, 3, 4])
-        finally:
-            done.set()
-            watcher.join(30)
+        before = {a: len(v) for a, v in cluster.client.run(measured_spans).items()}
+        recs = m.measure(task, [1, 2, 3, 4])
         cluster.note_subprocesses()
     assert all(r.ok for r in recs), [r.error_msg for r in recs]
-    assert max(len(now) for now in timing) == 1                   # never two at once ...
-    assert len({a for now in timing for a in now}) == 2           # ... though both workers measured
+    # the runs' own (start, end) times, taken under the host lock on each worker
+    spans = {a: v[before.get(a, 0):] for a, v in cluster.client.run(measured_spans).items()}
+    assert sum(len(v) for v in spans.values()) == 4
+    ordered = sorted(x for v in spans.values() for x in v)
+    assert all(end <= nxt_start for (_, end), (nxt_start, _) in zip(ordered, ordered[1:]))   # never two at once ...
+    assert all(spans.values())                                    # ... though both workers measured
 
 
 def test_a_worker_killed_mid_measurement(fresh_cluster):
