@@ -84,36 +84,46 @@ MATMUL = """relay.func @main(%x: tensor<{n}x{n}xf32>, %w: tensor<{n}x{n}xf32>) -
 
 def matmul_packed_template():
     """A classic AutoTVM template: A and B packed in panels of mb rows and
-    nb columns, the output tiled mb x nb, accumulated in a local tile with
-    k outside (split by kunroll, unrolled); mb, nb, kunroll are knobs."""
+    nb columns (zero-padded to whole panels), the output tiled mb x nb and
+    accumulated in a local tile with k outside (split by kunroll,
+    unrolled), row tiles grouped mc at a time (a block of A stays in cache
+    while the column panels pass), the parallel loop over row blocks or
+    column panels.  Every number is a knob; none is this machine's."""
     from tvmd import autotvm, te
 
     @autotvm.template("bench/matmul_packed")
     def matmul_packed(n):
         cfg = autotvm.get_config()
-        cfg.define_knob("mb", [m for m in (2, 4, 6, 8, 12, 16) if n % m == 0])
-        cfg.define_knob("nb", [x for x in (16, 32, 48, 64) if n % x == 0])
-        cfg.define_knob("kunroll", [1, 2, 4, 8])
-        mb, nb = cfg["mb"].val, cfg["nb"].val
+        cfg.define_knob("mb", [2, 3, 4, 5, 6, 8])
+        cfg.define_knob("nb", [8, 16, 32])
+        cfg.define_knob("mc", [1, 4, 16, 64])
+        cfg.define_knob("par", [0, 1])          # 0: row blocks parallel, 1: column panels
+        cfg.define_knob("kunroll", [1, 2, 4])
+        mb, nb, mc = cfg["mb"].val, cfg["nb"].val, cfg["mc"].val
+        mo, no = -(-n // mb), -(-n // nb)
         A = te.placeholder((n, n), name="A")
         B = te.placeholder((n, n), name="B")
-        Bp = te.compute((n // nb, n, nb), lambda jo, k, ji: B[k, jo * nb + ji], name="Bp")
-        Ap = te.compute((n // mb, n, mb), lambda io, k, ii: A[io * mb + ii, k], name="Ap")
+        Bp = te.compute((no, n, nb), lambda jo, k, ji: te.if_then_else(jo * nb + ji < n, B[k, jo * nb + ji], 0.0),
+                        name="Bp")
+        Ap = te.compute((mo, n, mb), lambda io, k, ii: te.if_then_else(io * mb + ii < n, A[io * mb + ii, k], 0.0),
+                        name="Ap")
         k = te.reduce_axis((0, n), name="k")
         C = te.compute((n, n), lambda i, j: te.sum(Ap[i // mb, k, i % mb] * Bp[j // nb, k, j % nb], axis=k),
                        name="C")
         s = te.create_schedule(C.op)
         CL = s.cache_write(C, "local")
-        bjo, _, bji = s[Bp].op.axis
-        s[Bp].parallel(bjo)
-        s[Bp].vectorize(bji)
+        s[Bp].parallel(s[Bp].op.axis[0])
+        s[Bp].vectorize(s[Bp].op.axis[2])
         s[Ap].parallel(s[Ap].op.axis[0])
         i, j = s[C].op.axis
-        io, jo, ii, ji = s[C].tile(i, j, mb, nb)
-        s[C].parallel(io)
+        io, ii = s[C].split(i, factor=mb)
+        ioo, ioi = s[C].split(io, factor=mc)
+        jo, ji = s[C].split(j, factor=nb)
+        s[C].reorder(ioo, jo, ioi, ii, ji)
+        s[C].parallel(jo if cfg["par"].val else ioo)
         s[C].unroll(ii)
         s[C].vectorize(ji)
-        s[CL].compute_at(s[C], jo)
+        s[CL].compute_at(s[C], ioi)
         ci, cj = s[CL].op.axis
         ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=cfg["kunroll"].val)
         s[CL].reorder(ko, ki, ci, cj)

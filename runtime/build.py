@@ -279,7 +279,7 @@ def lower_to_te_alone(rf, target):
     scratch = ModuleOp.create_empty()
     clone = rf.clone()
     scratch.body.append(clone)
-    return scratch, lower_function(scratch, clone, True, str(target).split()[0])
+    return scratch, lower_function(scratch, clone, True, str(target))
 
 
 def _lower_alone(rf, target, schedule, to_tir, tir_passes, ctx, history=None):

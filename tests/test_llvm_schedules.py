@@ -25,11 +25,17 @@ def lower(text, pipeline):
     return m
 
 
-def te_and_kernel(relay_text):
-    """(te text after --lower-relay-to-te with the template's knobs at their
-    defaults, the compiled kernel, its tir.func)."""
+# Tile sizes follow the target's vector registers: the tests pin an AVX2
+# CPU (16 registers of 8 floats), whose code runs on any AVX2 host.
+AVX2 = "llvm -mcpu=haswell"
+AVX512 = "llvm -mcpu=skylake-avx512"
+
+
+def te_and_kernel(relay_text, target=AVX2):
+    """(te text after --lower-relay-to-te for `target` with the template's
+    knobs at their defaults, the compiled kernel, its tir.func)."""
     from tvmd.autotvm.dispatch import apply_best
-    m = lower(relay_text, "fuse-ops,lower-relay-to-te")
+    m = lower(relay_text, f'fuse-ops,lower-relay-to-te{{target="{target}"}}')
     apply_best(m, None)
     te = print_module(m)
     m = lower(te, "lower-te-to-tir,tir-simplify")
@@ -67,7 +73,9 @@ def test_conv2d_nchw_register_tile_and_padding_stage():
     te, k, f = te_and_kernel(text)
     assert "te.cache_write %conv2d" in te               # accumulators in a local tile
     assert "te.compute_inline %pad" not in te           # padding gets its own loop nest
-    assert "te.split %c_1 {factor = 16}" in te          # 16 output channels per tile
+    # 8 output channels per tile: 8 rows of a vector of 4 (w = 12) in 8 of
+    # the 12 accumulators AVX2 leaves
+    assert "te.split %c_1 {factor = 8}" in te
     assert te.count("te.parallel") >= 2 and "te.unroll" in te and "te.vectorize" in te
     x, w = randn(1, 16, 10, 12), randn(32, 16, 3, 3)
     np.testing.assert_allclose(run(k, f, x, w), conv_nchw_ref(x, w, 1), rtol=1e-4, atol=1e-4)
@@ -103,8 +111,9 @@ def test_dense_one_row_vectorizes_the_reduction(k_extent):
 
 
 def test_dense_many_rows_packs_the_weight_with_gelu_epilogue():
-    """A 3-d dense with 64 rows: the N x K weight packed into 32-column
-    panels, an 8 x 32 register tile, bias + GELU applied at copy-out."""
+    """A 3-d dense with 64 rows: the N x K weight packed into 16-column
+    panels, a 4 x 16 register tile (6 rows do not divide 32), bias + GELU
+    applied at copy-out."""
     text = """relay.func @main(%x: tensor<2x32x48xf32>, %w: tensor<96x48xf32>, %b: tensor<96xf32>) -> tensor<2x32x96xf32> {
   %0 = nn.dense(%x, %w) : tensor<2x32x96xf32>
   %1 = add(%0, %b) : tensor<2x32x96xf32>
@@ -113,8 +122,8 @@ def test_dense_many_rows_packs_the_weight_with_gelu_epilogue():
   return %3
 }"""
     te, k, f = te_and_kernel(text)
-    assert "_packed = te.compute [%jo, %k, %ji] : tensor<3x48x32xf32>" in te
-    assert "llvm_vectorize" not in te and "{factor = 32}" in te and "{factor = 8}" in te
+    assert "_packed = te.compute [%jo, %k, %ji] : tensor<6x48x16xf32>" in te
+    assert "llvm_vectorize" not in te and "{factor = 16}" in te and "{factor = 4}" in te
     x, w, b = randn(2, 32, 48), randn(96, 48), randn(96)
     y = (x.astype(np.float64) @ w.T.astype(np.float64) + b)
     from math import erf
@@ -217,6 +226,29 @@ def test_pragma_vectorizes_a_float_reduction():
     f = m.body.first
     a = randn(8, 1000)
     np.testing.assert_allclose(run(jit.compile(m).rowsum, f, a), a.astype(np.float64).sum(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("target,m,n,tile", [
+    (AVX2, 96, 64, (6, 16)),      # 6 rows of two 8-lane vectors: 12 of 16 registers
+    (AVX2, 64, 64, (4, 16)),      # 6 does not divide 64
+    (AVX2, 96, 24, (8, 8)),       # 16 does not divide 24: one vector per row, 8 rows
+    (AVX512, 96, 64, (8, 32)),    # 8 rows of two 16-lane vectors: 16 of 32 registers
+])
+def test_gemm_register_tile_fits_the_target(target, m, n, tile):
+    """The GEMM tile's accumulators fit the target's vector registers; the
+    kernel (AVX2 ones run here) is numpy's answer."""
+    text = f"""relay.func @main(%x: tensor<{m}x32xf32>, %y: tensor<32x{n}xf32>) -> tensor<{m}x{n}xf32> {{
+  %0 = nn.matmul(%x, %y) : tensor<{m}x{n}xf32>
+  return %0
+}}"""
+    m_ = lower(text, f'fuse-ops,lower-relay-to-te{{target="{target}"}}')
+    te = print_module(m_)
+    assert f'"T_matmul.rows", ' in te and f'{tile[0]}>}}' in te.split('"T_matmul.rows"')[1].split("\n")[0]
+    assert f'{tile[1]}>}}' in te.split('"T_matmul.cols"')[1].split("\n")[0]
+    if target == AVX2:
+        _, k, f = te_and_kernel(text, target)
+        x, y = randn(m, 32), randn(32, n)
+        np.testing.assert_allclose(run(k, f, x, y), x @ y, rtol=1e-4, atol=1e-4)
 
 
 def test_matmul_hand_schedule():

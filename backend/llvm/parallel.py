@@ -21,26 +21,32 @@ supplies the definition (:data:`RUNTIME_IR`):
   pthread_create, pthread_detach, getpid, getenv, strtol, sysconf,
   syscall) and links on any glibc Linux.
 
-The algorithm.  ``__tvmd_parallel_for`` splits [begin, end) into ``nt``
-equal contiguous chunks, ``nt = min(threads, end - begin)``.  The calling
-thread takes the pool with a compare-and-swap on ``busy``; if another call
-holds it (a second Python thread, or a nested parallel call) it runs the
-whole range serially itself, so callers never wait on each other and the
-result never depends on the pool.  Holding it, it starts any missing workers
-(created once, detached, living for the process), then for each worker
-``t`` in 1..nt-1 writes the chunk into that worker's own 64-byte slot and
-bumps the slot's generation counter; it runs chunk 0 itself, then waits for
-the shared ``pending`` counter to reach zero.  A worker spins on its slot's
-generation (``pause``), and after ``SPIN`` polls sleeps on it with a futex;
-the signaller calls futex-wake only when the slot's ``sleeping`` flag is
-set (both sides use sequentially consistent accesses, so either the worker
-sees the new generation before sleeping or the signaller sees the flag).
-After its own chunk the caller *steals* every chunk no worker has claimed
-yet (a compare-and-swap on the slot's ``claim``, which a worker must win
-too before it reads the job), so a descheduled or sleeping worker on a
-busy machine costs nothing but the chunk's own time; then it waits on
-``pending`` the same way.  Per-worker slots and the claim mean a chunk runs
-exactly once, and a worker only ever reads a job it won.
+The algorithm.  ``__tvmd_parallel_for`` uses ``nt = min(threads, end -
+begin)`` threads and cuts [begin, end) into chunks of ``grain = ceil(n /
+(nt * CHUNKS_PER_THREAD))`` iterations, taken in order from one shared
+counter (``next``, an atomic add per chunk): a thread slowed down by
+another process on its core takes fewer chunks instead of holding up the
+join, which equal static shares would (this machine is shared).  The
+calling thread takes the pool with a compare-and-swap on ``busy``; if
+another call holds it (a second Python thread, or a nested parallel call)
+it runs the whole range serially itself, so callers never wait on each
+other and the result never depends on the pool.  Holding it, it starts any
+missing workers (created once, detached, living for the process), sets
+``next = begin``, then for each worker ``t`` in 1..nt-1 writes the job (fn,
+closure, grain, end) into that worker's own 64-byte slot and bumps the
+slot's generation counter; it takes chunks itself until none are left,
+then waits for the shared ``pending`` counter to reach zero.  A worker
+spins on its slot's generation (``pause``), and after ``SPIN`` polls sleeps
+on it with a futex; the signaller calls futex-wake only when the slot's
+``sleeping`` flag is set (both sides use sequentially consistent accesses,
+so either the worker sees the new generation before sleeping or the
+signaller sees the flag).  A woken worker claims its slot (a
+compare-and-swap on ``claim``), takes chunks until none are left and
+counts ``pending`` down.  When the caller runs out of chunks it *cancels*
+every slot no worker has claimed yet (the same compare-and-swap), counting
+those down itself, so a descheduled or sleeping worker costs nothing; then
+it waits on ``pending`` the same way.  Every iteration is taken exactly
+once (the counter), and a worker only ever reads a job it won.
 
 Why it cannot hang or run a chunk twice (the protocol, invariant by invariant):
 
@@ -52,10 +58,13 @@ Why it cannot hang or run a chunk twice (the protocol, invariant by invariant):
   after winning ``claim`` 0 -> 1 (seq_cst), which orders the plain loads
   after the plain stores.  The next call rewrites a slot only after
   ``pending`` reached 0 (acquire), i.e. after every winner finished reading;
-* exactly once: each posted chunk is claimed once, by its worker (1) or by
-  the caller's steal (2); whoever wins runs it and decrements ``pending``.
-  A worker that saw a stale generation only ever tries the claim, so it can
-  take at most a chunk that was posted (claim 0) and never one in progress;
+* exactly once: each chunk is handed out once by the atomic counter; each
+  posted slot is claimed once, by its worker (1) or cancelled by the
+  caller (2), and whoever wins decrements ``pending`` (a worker after its
+  last chunk), so the caller returns only after every chunk taken has
+  finished, and no worker touches the counter after that.  A worker that
+  saw a stale generation only ever tries the claim, so it can take at most
+  a job that was posted (claim 0) and never one in progress;
   ``claim`` stays 1 or 2 outside a post (or the slot was never posted, and
   its new worker, at generation 0, does not try), and ``gen`` wraps only
   after 2^32 posts (no ABA in practice);
@@ -65,8 +74,8 @@ Why it cannot hang or run a chunk twice (the protocol, invariant by invariant):
   against caller ``gen += 1; sleeping ? wake``; caller ``waiting = 1;
   p = pending; p ? wait(pending, p)`` against the last worker
   ``pending -= 1 == 0; waiting ? wake``;
-* the caller waits only for chunks a *running* worker claimed: after its own
-  chunk it steals every unclaimed one, so a worker that is asleep,
+* the caller waits only for workers that *claimed* their job: once the
+  chunks run out it cancels every unclaimed slot, so a worker that is asleep,
   descheduled, or missing (a failed ``pthread_create``, a recycled pid)
   never blocks it.  As a second guard against a lost wake-up its futex
   sleep has a timeout (``JOIN_TIMEOUT_NS``), after which it re-checks;
@@ -78,7 +87,7 @@ Why it cannot hang or run a chunk twice (the protocol, invariant by invariant):
 The thread count is read at every call: ``TVMD_NUM_THREADS`` when set to a
 positive number (``1`` runs serially on the caller, no thread is created),
 otherwise the number of online CPUs (``sysconf``, cached); at most
-``MAX_WORKERS + 1``.  If a thread cannot be created, fewer chunks are used.
+``MAX_WORKERS + 1``.  If a thread cannot be created, fewer threads take the chunks.
 (``getenv`` is not safe against a concurrent ``setenv`` in glibc: change
 ``os.environ["TVMD_NUM_THREADS"]`` only while no other thread is inside a
 kernel.)
@@ -102,6 +111,7 @@ from .irutil import I64, PTR, VOID, declare
 WORKER_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 PARALLEL_FOR = "__tvmd_parallel_for"
 MAX_WORKERS = 255
+CHUNKS_PER_THREAD = 4   # chunks per thread taken from a shared counter: balance on a busy machine
 SPIN = 4096            # polls (with pause) before a waiting thread sleeps
 JOIN_TIMEOUT_NS = 20_000_000   # the caller's futex sleep re-checks `pending` at least this often
 
@@ -132,13 +142,13 @@ def runtime_ir(triple: str) -> str:
     x86 = arch in ("x86_64", "i686", "i386")
     pause = "  call void @llvm.x86.sse2.pause()\n" if x86 else ""
     pause_decl = "declare void @llvm.x86.sse2.pause()\n" if x86 else ""
-    return _RUNTIME.format(MAXW=MAX_WORKERS, SPIN=SPIN, SC=_SC_NPROCESSORS_ONLN, PAUSE=pause,
+    return _RUNTIME.format(MAXW=MAX_WORKERS, SPIN=SPIN, CHUNKS=CHUNKS_PER_THREAD, SC=_SC_NPROCESSORS_ONLN, PAUSE=pause,
                            JOIN_NS=JOIN_TIMEOUT_NS,
                            PAUSE_DECL=pause_decl, WAIT_BODY=wait_body, WAKE_BODY=wake_body)
 
 
 # One slot per worker, a cache line each: gen (futex word), sleeping, fn,
-# closure, lo, hi, claim (0 open, 1 taken by the worker, 2 by the caller).  Functions are external here so that the kernel's
+# closure, grain, end, claim (0 open, 1 taken by the worker, 2 by the caller).  Functions are external here so that the kernel's
 # declaration links to them; link_runtime makes them internal in objects.
 _RUNTIME = r"""
 %slot = type {{ i32, i32, ptr, ptr, i64, i64, i32, [20 x i8] }}
@@ -148,6 +158,7 @@ _RUNTIME = r"""
 @__tvmd_pool_busy = internal global i32 0, align 64
 @__tvmd_pool_pending = internal global i32 0, align 64
 @__tvmd_pool_waiting = internal global i32 0, align 64
+@__tvmd_pool_next = internal global i64 0, align 64
 @__tvmd_pool_pid = internal global i32 0
 @__tvmd_ncpu_cache = internal global i64 0
 @__tvmd_env_num_threads = private unnamed_addr constant [17 x i8] c"TVMD_NUM_THREADS\00"
@@ -241,9 +252,21 @@ run:
 run.chunk:
   %fn = load ptr, ptr %fnp, align 8
   %cl = load ptr, ptr %clp, align 8
-  %lo = load i64, ptr %lop, align 8
-  %hi = load i64, ptr %hip, align 8
-  call void %fn(ptr %cl, i64 %lo, i64 %hi)
+  %grain = load i64, ptr %lop, align 8
+  %end = load i64, ptr %hip, align 8
+  br label %drain
+drain:
+  ; take the next `grain` iterations until none are left
+  %dlo = atomicrmw add ptr @__tvmd_pool_next, i64 %grain monotonic
+  %dmore = icmp slt i64 %dlo, %end
+  br i1 %dmore, label %drain.run, label %drained
+drain.run:
+  %dhi0 = add i64 %dlo, %grain
+  %dlt = icmp slt i64 %dhi0, %end
+  %dhi = select i1 %dlt, i64 %dhi0, i64 %end
+  call void %fn(ptr %cl, i64 %dlo, i64 %dhi)
+  br label %drain
+drained:
   %left = atomicrmw sub ptr @__tvmd_pool_pending, i32 1 seq_cst
   %last = icmp eq i32 %left, 1
   br i1 %last, label %notify, label %next
@@ -328,14 +351,14 @@ split:
   %workers = phi i64 [ %have, %grow.loop ], [ %have, %grow.make ]
   %cap = add i64 %workers, 1
   %clt = icmp slt i64 %nt0, %cap
-  %nt1 = select i1 %clt, i64 %nt0, i64 %cap
-  ; chunk = ceil(n / nt1); recount so that no chunk is empty
-  %a1 = add i64 %n, %nt1
+  %nt = select i1 %clt, i64 %nt0, i64 %cap
+  ; grain = ceil(n / (nt * CHUNKS)): every thread takes chunks from the
+  ; shared counter, so one slowed down by another process takes fewer
+  %parts = mul i64 %nt, {CHUNKS}
+  %a1 = add i64 %n, %parts
   %a2 = sub i64 %a1, 1
-  %chunk = sdiv i64 %a2, %nt1
-  %b1 = add i64 %n, %chunk
-  %b2 = sub i64 %b1, 1
-  %nt = sdiv i64 %b2, %chunk
+  %grain = sdiv i64 %a2, %parts
+  store atomic i64 %begin, ptr @__tvmd_pool_next monotonic, align 8
   %nw = sub i64 %nt, 1
   %nw32 = trunc i64 %nw to i32
   store atomic i32 %nw32, ptr @__tvmd_pool_pending seq_cst, align 4
@@ -345,11 +368,6 @@ sig:
   %tmore = icmp slt i64 %t, %nt
   br i1 %tmore, label %sig.body, label %run0
 sig.body:
-  %off = mul i64 %t, %chunk
-  %lo = add i64 %begin, %off
-  %hi0 = add i64 %lo, %chunk
-  %hlt = icmp slt i64 %hi0, %end
-  %hi = select i1 %hlt, i64 %hi0, i64 %end
   %w = sub i64 %t, 1
   %sp = getelementptr [{MAXW} x %slot], ptr @__tvmd_pool_slots, i64 0, i64 %w
   %sfn = getelementptr %slot, ptr %sp, i32 0, i32 2
@@ -357,9 +375,9 @@ sig.body:
   %scl = getelementptr %slot, ptr %sp, i32 0, i32 3
   store ptr %closure, ptr %scl, align 8
   %slo = getelementptr %slot, ptr %sp, i32 0, i32 4
-  store i64 %lo, ptr %slo, align 8
+  store i64 %grain, ptr %slo, align 8
   %shi = getelementptr %slot, ptr %sp, i32 0, i32 5
-  store i64 %hi, ptr %shi, align 8
+  store i64 %end, ptr %shi, align 8
   %sclaim = getelementptr %slot, ptr %sp, i32 0, i32 6
   store atomic i32 0, ptr %sclaim seq_cst, align 4
   %sgen = getelementptr %slot, ptr %sp, i32 0, i32 0
@@ -377,36 +395,36 @@ sig.next:
   %t1 = add i64 %t, 1
   br label %sig
 run0:
-  %hi00 = add i64 %begin, %chunk
-  call void %fn(ptr %closure, i64 %begin, i64 %hi00)
-  br label %steal
-steal:
-  ; chunks no worker has started yet (descheduled, or still waking up) run
-  ; here rather than being waited for
-  %u = phi i64 [ 1, %run0 ], [ %u1, %steal.next ]
+  %clo = atomicrmw add ptr @__tvmd_pool_next, i64 %grain monotonic
+  %cmore = icmp slt i64 %clo, %end
+  br i1 %cmore, label %run0.body, label %cancel
+run0.body:
+  %chi0 = add i64 %clo, %grain
+  %clt2 = icmp slt i64 %chi0, %end
+  %chi = select i1 %clt2, i64 %chi0, i64 %end
+  call void %fn(ptr %closure, i64 %clo, i64 %chi)
+  br label %run0
+cancel:
+  ; every iteration has been taken: a worker that has not claimed its slot
+  ; yet (descheduled, or still waking up) is cancelled rather than waited for
+  %u = phi i64 [ 1, %run0 ], [ %u1, %cancel.next ]
   %umore = icmp slt i64 %u, %nt
-  br i1 %umore, label %steal.try, label %join
-steal.try:
+  br i1 %umore, label %cancel.try, label %join
+cancel.try:
   %uw = sub i64 %u, 1
   %up = getelementptr [{MAXW} x %slot], ptr @__tvmd_pool_slots, i64 0, i64 %uw
   %uclaim = getelementptr %slot, ptr %up, i32 0, i32 6
   %ucx = cmpxchg ptr %uclaim, i32 0, i32 2 seq_cst seq_cst
-  %stolen = extractvalue {{ i32, i1 }} %ucx, 1
-  br i1 %stolen, label %steal.run, label %steal.next
-steal.run:
-  %uoff = mul i64 %u, %chunk
-  %ulo = add i64 %begin, %uoff
-  %uhi0 = add i64 %ulo, %chunk
-  %uhlt = icmp slt i64 %uhi0, %end
-  %uhi = select i1 %uhlt, i64 %uhi0, i64 %end
-  call void %fn(ptr %closure, i64 %ulo, i64 %uhi)
+  %cancelled = extractvalue {{ i32, i1 }} %ucx, 1
+  br i1 %cancelled, label %cancel.run, label %cancel.next
+cancel.run:
   %uleft = atomicrmw sub ptr @__tvmd_pool_pending, i32 1 seq_cst
-  br label %steal.next
-steal.next:
+  br label %cancel.next
+cancel.next:
   %u1 = add i64 %u, 1
-  br label %steal
+  br label %cancel
 join:
-  %j = phi i32 [ 0, %steal ], [ %j1, %join.next ], [ 0, %join.woke ]
+  %j = phi i32 [ 0, %cancel ], [ %j1, %join.next ], [ 0, %join.woke ]
   %p = load atomic i32, ptr @__tvmd_pool_pending acquire, align 4
   %finished = icmp eq i32 %p, 0
   br i1 %finished, label %done, label %join.next

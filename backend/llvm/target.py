@@ -146,6 +146,57 @@ class LLVMTarget:
                                        reloc="pic", codemodel="default" if not jit else "jitdefault",
                                        jit=jit)
 
+    def vector_unit(self) -> "VectorUnit":
+        """The SIMD registers the default schedules size their tiles for."""
+        triple, cpu, features = self.resolved()
+        return vector_unit(triple, cpu, features)
+
+
+@dataclass(frozen=True)
+class VectorUnit:
+    """A CPU's vector registers: `bits` wide, `registers` of them."""
+    bits: int
+    registers: int
+
+    @property
+    def lanes(self) -> int:
+        """f32 lanes per register."""
+        return self.bits // 32
+
+    @property
+    def accumulators(self) -> int:
+        """Registers a register-blocked tile may hold: with 16 of them, the
+        four a micro-kernel needs besides (its loads and broadcasts) stay
+        free; with 32, half, the size the schedules were first tuned at."""
+        return self.registers - 4 if self.registers <= 16 else 16
+
+
+# CPUs whose own features include AVX-512F (when -mcpu names one and no
+# feature string is given; the host's features are read, not guessed)
+_AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake", "tigerlake",
+                "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids", "diamondrapids",
+                "knl", "knm", "znver4", "znver5", "x86-64-v4")
+_AVX_CPUS = ("sandybridge", "ivybridge", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
+             "meteorlake", "arrowlake", "lunarlake", "gracemont", "znver1", "znver2", "znver3",
+             "bdver", "btver2", "x86-64-v3")
+
+
+def vector_unit(triple: str, cpu: str, features: str) -> VectorUnit:
+    """From resolved (triple, cpu, features): an explicit ``+feature`` or
+    ``-feature`` decides; otherwise the CPU's family."""
+    arch = triple.split("-")[0]
+    if arch in ("aarch64", "arm64"):
+        return VectorUnit(128, 32)
+    if arch not in ("x86_64", "i386", "i686"):
+        return VectorUnit(128, 16)
+    flags = {f[1:]: f[0] == "+" for f in features.split(",") if f[:1] in "+-" and len(f) > 1}
+    regs = 16 if arch == "x86_64" else 8
+    if flags.get("avx512f", cpu.startswith(_AVX512_CPUS)):
+        return VectorUnit(512, 32 if arch == "x86_64" else 8)
+    if flags.get("avx", cpu.startswith(_AVX512_CPUS + _AVX_CPUS)):
+        return VectorUnit(256, regs)
+    return VectorUnit(128, regs)
+
 
 # -- LLVM's tables of CPUs and features -----------------------------------------
 #

@@ -170,8 +170,8 @@ def default_schedule_for(target):
     kind = str(target).split()[0] if str(target).strip() else "llvm"
     if kind == "cuda":
         from .schedules_cuda import default_schedule
-    elif kind == "llvm":
+        return default_schedule
+    if kind == "llvm":
         from .schedules import default_schedule
-    else:
-        raise ValueError(f"no default schedules for target '{target}' (have: llvm, cuda)")
-    return default_schedule
+        return lambda e, outs: default_schedule(e, outs, str(target).strip() or "llvm")
+    raise ValueError(f"no default schedules for target '{target}' (have: llvm, cuda)")

@@ -30,15 +30,18 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
   a read that makes the vector loads (one that depends on the last axis)
   does not depend on some other spatial axis (the output channels of an
   NCHW conv, the width of an NHWC conv), the innermost such axis split by
-  16, 8, 7 or 4 and unrolled; the last axis is split by 32 (two vectors
-  per row of the tile) when it and the blocked axis allow.  The reduction
+  16, 8, 7, 6 or 4 and unrolled; the last axis is split by two vectors
+  per row of the tile when that gives more accumulators (tile_shape).
+  Tiles are sized to the target's vector registers (VectorUnit: AVX2 has
+  16 of 8 floats, of which a tile takes 12; AVX-512 32 of 16, a tile 16).
+  The reduction
   is computed at the parallel loop into a local tile (``te.cache_write``
   when it is itself the output, or the reduction stage when elementwise
   stages follow up to one output: conv + bias + relu), reduce axes outside
   the tile's blocked and vector axes, the ones that index a read's last
   dimension innermost (an NHWC conv's input channels: its broadcast loads
-  then walk memory in order).  The tile's accumulators (up to 16 vectors)
-  then live in registers: each vector load feeds up to 16 FMAs.  An output
+  then walk memory in order).  The tile's accumulators then live in
+  registers: each vector load feeds up to 16 FMAs.  An output
   reduction with nothing to block but a vector axis (pooling) is cached
   the same way, its one vector accumulator in a register.  When the
   epilogue is not pointwise (different shape or indices) the reduction is
@@ -60,12 +63,13 @@ inlined, blocked, computed where) stays the heuristics' choice.
 
 from __future__ import annotations
 
+import functools
+
 from ...dialects.te.builder import ScheduleBuilder
 from ...dialects.te.ops import ComputeOp, ReadOp
 from ...ir.attributes import DialectAttr
 
-BLOCKS = (16, 8, 7, 4)   # register blocking: the largest that divides (7: CNN widths 28, 56, 112)
-MAX_ACCUMULATORS = 16  # vector registers a blocked tile may use
+BLOCKS = (16, 8, 7, 6, 4)   # register blocking: the largest that fits and divides (7: CNN widths 28, 56, 112)
 
 
 def vector_factor(n):
@@ -74,8 +78,15 @@ def vector_factor(n):
 
 # the sizes a knob offers besides its default, those that divide the axis
 VECTOR_CANDIDATES = (4, 8, 16, 32, 64)
-BLOCK_CANDIDATES = (1, 2, 4, 7, 8, 16)
+BLOCK_CANDIDATES = (1, 2, 3, 4, 6, 7, 8, 12, 16)
 LANE_CANDIDATES = (4, 8, 16, 32)
+
+
+@functools.lru_cache(maxsize=None)
+def vector_unit(target: str):
+    """The target's SIMD registers (backend/llvm/target.py: VectorUnit)."""
+    from ...backend.spec import parse_target
+    return parse_target(target).vector_unit()
 
 
 def knob(stage, name, default, candidates, extent=None):
@@ -100,14 +111,16 @@ def output_computes(outputs):
     return outs
 
 
-def default_schedule(e, outputs):
-    """Append schedule ops to e's block (the te.func body) for `outputs`."""
+def default_schedule(e, outputs, target="llvm"):
+    """Append schedule ops to e's block (the te.func body) for `outputs`,
+    tiles sized for `target`'s vector registers."""
     from .schedules_gemm import gemm_plan, pack_weight, tile_gemm
+    vu = vector_unit(target)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs = {}, set()
     for c in computes:
-        plan = gemm_plan(c, _index_deps(c)) if c.reducer is not None else None
+        plan = gemm_plan(c, _index_deps(c), vu) if c.reducer is not None else None
         if plan is not None:
             _, b_read, kind, mb, nb = plan
             pack = pack_weight(e, c, b_read, nb, kind) if kind else None
@@ -120,7 +133,7 @@ def default_schedule(e, outputs):
     for c in computes:
         if c not in outs and c.reducer is None:
             if c in packs or is_padding(c, computes):
-                tile(s, Stage(s, c), None)
+                tile(s, Stage(s, c), None, vu)
             else:
                 s.compute_inline(c.results[0])
     epilogue = {}
@@ -140,7 +153,7 @@ def default_schedule(e, outputs):
             if o is not None and o not in epilogue:
                 epilogue[o] = c
             else:
-                tile(s, Stage(s, c), block_axis(c))
+                tile(s, Stage(s, c), block_axis(c, vu), vu)
     for o in outs:
         anchor = epilogue.get(o)
         if anchor is None and o in gemms:
@@ -155,13 +168,13 @@ def default_schedule(e, outputs):
             if row_reduction(o):
                 tile_row_reduction(s, o)
                 continue
-            block = block_axis(o)
+            block = block_axis(o, vu)
             if block is not None or (o.rank > 1 and vector_factor(o.tensor_type.shape[-1])):
                 # (unblocked: pooling) the vector accumulator still in a register
-                _tile_cached(s, o, lambda st: tile(s, st, block), block)
+                _tile_cached(s, o, lambda st: tile(s, st, block, vu), block)
                 continue
-        block = block_axis(anchor if anchor is not None else o)
-        f = tile(s, Stage(s, o), block)
+        block = block_axis(anchor if anchor is not None else o, vu)
+        f = tile(s, Stage(s, o), block, vu)
         if anchor is not None:
             s.compute_at(anchor.results[0], f)
             tile_local(s, Stage(s, anchor), block)
@@ -281,7 +294,7 @@ def _is_float(t):
     return isinstance(t, T.FloatType)
 
 
-def tile(s, st, block):
+def tile(s, st, block, vu):
     """Fuse the outer spatial axes into a parallel loop, vectorize the
     split-off inner part of the last, unroll the inner part of the `block`
     axis; reduce axes go in between.  Returns the parallel axis (None for a
@@ -291,15 +304,14 @@ def tile(s, st, block):
         return None
     axes = st.axes(s)
     sp, red = axes[:rank], axes[rank:]
-    vf = vector_factor(st.shape[-1])
-    if block is not None and st.shape[-1] % 32 == 0 and block_factor(st.shape[block], 32):
-        vf = 32   # two vectors per row of the tile: half the loads per FMA
+    vf, bf = vector_factor(st.shape[-1]), None
+    if vf and block is not None:
+        vf, bf = tile_shape(st.shape[-1], st.shape[block], vu)
     inner = []
     if vf:
         sp[-1], li = s.split(sp[-1], factor=knob(st.value, "vector", vf, VECTOR_CANDIDATES, st.shape[-1]))
         inner = [li]
-        if block is not None:
-            bf = block_factor(st.shape[block], vf)
+        if bf is not None:
             sp[block], bi = s.split(sp[block], factor=knob(st.value, "block", bf, BLOCK_CANDIDATES,
                                                            st.shape[block]))
             inner.insert(0, bi)
@@ -314,6 +326,22 @@ def tile(s, st, block):
     if inner:
         s.vectorize(inner[-1])
     return f
+
+
+def tile_shape(n_vec, n_block, vu):
+    """(vector width, block factor) of a register tile over a last axis of
+    n_vec and a blocked axis of n_block: the one with the most accumulators
+    that fit in the registers (rows of two vectors first: half the loads
+    per FMA); block None when no factor fits."""
+    best, most = (vector_factor(n_vec), None), 0
+    for vf in (2 * vu.lanes, vu.lanes, vector_factor(n_vec)):
+        if not vf or n_vec % vf:
+            continue
+        per_row = -(-vf // vu.lanes)
+        bf = block_factor(n_block, per_row, vu)
+        if bf is not None and bf * per_row > most:
+            best, most = (vf, bf), bf * per_row
+    return best
 
 
 def tile_local(s, st, block):
@@ -348,18 +376,17 @@ def memory_order(c, red):
     return [h for h, f in zip(red, flags) if not f] + [h for h, f in zip(red, flags) if f]
 
 
-def block_factor(n, vf=16):
-    """The blocking factor for an axis of extent n under vectors of vf
-    lanes: the largest of BLOCKS that divides n and keeps the tile within
-    MAX_ACCUMULATORS vector registers (a vector of 8 floats is half a
-    16-lane register)."""
+def block_factor(n, per_row, vu):
+    """The blocking factor for an axis of extent n when each row of the
+    tile takes `per_row` vector registers: the largest of BLOCKS that
+    divides n and keeps the tile within the target's accumulators."""
     for f in BLOCKS:
-        if n % f == 0 and f * max(vf, 16) // 16 <= MAX_ACCUMULATORS:
+        if n % f == 0 and f * per_row <= vu.accumulators:
             return f
     return None
 
 
-def block_axis(c):
+def block_axis(c, vu):
     """The spatial axis to block (see the module docstring), or None."""
     rank = c.rank
     shape = c.tensor_type.shape
@@ -375,7 +402,7 @@ def block_axis(c):
             reads.append(used)
     vector_reads = [r for r in reads if rank - 1 in r]
     for d in reversed(range(rank - 1)):
-        if block_factor(shape[d]) and any(d not in r for r in vector_reads):
+        if block_factor(shape[d], 1, vu) and any(d not in r for r in vector_reads):
             return d
     return None
 

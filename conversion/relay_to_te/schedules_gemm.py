@@ -15,11 +15,13 @@ in a stage of its own, into panels of NB columns::
 
 and C reads ``Bp[.., j / NB, k, j % NB]``.  Either way the schedule is the
 register-tiled micro-kernel of bench/schedules/matmul.te: the output tiled
-MB x NB (8 x 32: 8 rows of two 16-lane vectors = 16 accumulators), the tile
-loops fused into one parallel loop, the reduction computed at that loop
-into a local tile with k outside the tile's rows (unrolled) and columns
-(vectorized).  Per k the kernel loads NB/16 vectors of B and broadcasts MB
-scalars of A into MB * NB/16 FMAs; an elementwise epilogue (bias, residual,
+MB x NB, sized to the target's vector registers (gemm_tile: AVX2's 6 x 16,
+6 rows of two 8-lane vectors = 12 accumulators of 16 registers; AVX-512's
+8 x 32 = 16 of 32), the tile loops fused into one parallel loop, the
+reduction computed at that loop into a local tile with k outside the
+tile's rows (unrolled) and columns (vectorized).  Per k the kernel loads
+NB/lanes vectors of B and broadcasts MB scalars of A into MB * NB/lanes
+FMAs; an elementwise epilogue (bias, residual,
 GELU) is applied as the tile is copied out.  Column blocks are the outer
 part of the parallel loop, so a column panel of B stays in cache while all
 row blocks use it.
@@ -39,12 +41,18 @@ from ...ir import types as T
 # Packing costs a pass over B per call; with fewer rows than this a dense
 # stays a row reduction (one dot product per output, B read along k).
 MIN_PACK_ROWS = 16
+# A B read along j with rows this long is packed too: a column panel then
+# walks k at a stride of a page or so, which the L1 cache's sets and the
+# TLB take badly (1024 x 1024 matmul: about 1.4x faster packed)
+MIN_PACK_COLUMNS = 512
+ROWS = (8, 6, 4)   # the tile's rows: unrolled, one broadcast of A each per k
 
 
-def gemm_plan(c, deps):
+def gemm_plan(c, deps, vu):
     """(A read, B read, pack, MB, NB) when `c` is a GEMM (module docstring),
     else None; pack is "nk" for the dense form (B to be packed), else
-    None.  `deps(v)`: the body-argument positions index v uses."""
+    None.  `deps(v)`: the body-argument positions index v uses; `vu`: the
+    target's vector registers, which size the tile (gemm_tile)."""
     if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2:
         return None
     if not isinstance(c.tensor_type.element_type, T.FloatType):
@@ -71,15 +79,31 @@ def gemm_plan(c, deps):
         if idx[-1] is args[ka] and idx[-2] is args[ja]:
             pack = "nk"
         elif idx[-1] is args[ja]:
-            pack = None
+            pack = "kn" if m >= MIN_PACK_ROWS and n >= MIN_PACK_COLUMNS else None
         else:
             continue
-        nb = next((f for f in (32, 16) if n % f == 0), None)
-        mb = next((f for f in (8, 4) if m % f == 0), None)
-        if nb is None or mb is None or (pack == "nk" and m < MIN_PACK_ROWS):
+        tile = gemm_tile(m, n, vu)
+        if tile is None or (pack == "nk" and m < MIN_PACK_ROWS):
             return None
-        return ra, rb, pack, mb, nb
+        return (ra, rb, pack) + tile
     return None
+
+
+def gemm_tile(m, n, vu):
+    """(MB, NB) of the register tile: NB two vectors wide (else one), MB
+    the most of ROWS that divides m with MB * NB / lanes accumulators in
+    the registers; the pair with the most accumulators (AVX2's 16
+    registers: 6 x 16, 12 accumulators; AVX-512: 8 x 32, 16).  None when
+    nothing divides."""
+    best, most = None, 0
+    for nb in (2 * vu.lanes, vu.lanes):
+        if n % nb:
+            continue
+        per_row = nb // vu.lanes
+        mb = next((f for f in ROWS if m % f == 0 and f * per_row <= vu.accumulators), None)
+        if mb is not None and mb * per_row > most:
+            best, most = (mb, nb), mb * per_row
+    return best
 
 
 def pack_weight(e, c, b_read, nb, kind):
