@@ -3,12 +3,13 @@
 A ``tir.func @f(%A: memref<64x?xf32>, %n: index, %B: memref<64xf32>)``
 compiles to::
 
-    void f(float* noalias align 64 A, int64_t n, float* noalias align 64 B,
-           int64_t A_dim1)
+    void f(float* noalias A, int64_t n, float* noalias B, int64_t A_dim1)
 
 * parameters in declaration order: a buffer is a pointer to its first
-  element (row-major, C-contiguous, not overlapping any other buffer, 64-byte
-  aligned); ``index`` is a 64-bit integer; other scalars are their C type;
+  element (row-major, C-contiguous, not overlapping any other buffer,
+  aligned to its element type and no more: any C-contiguous numpy array is
+  passed as it is, without a copy; the buffers the runtime allocates itself
+  are 64-byte aligned, which only helps the cache); ``index`` is a 64-bit integer; other scalars are their C type;
 * then one hidden ``int64_t`` per dynamic (``?``) dimension of each buffer,
   buffer by buffer, dimension by dimension: the code needs them to linearise
   n-d indices;

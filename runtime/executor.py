@@ -33,7 +33,7 @@ from ..dialects.relay.ops import function as relay
 from ..dialects.tir import ops as tir
 from ..ir import types as T
 from ..ir.attributes import check_constant_size
-from .ndarray import as_aligned, empty_aligned
+from .ndarray import as_kernel_input, empty_aligned
 
 
 class ExecutionError(Exception):
@@ -127,7 +127,7 @@ def allocate_outputs(func_op):
 def _kernel_args(func_op, args):
     if any(not isinstance(a.type, T.MemRefType) for a in func_op.args):
         raise ExecutionError(f"@{func_op.sym_name} takes scalar arguments; a relay call passes only tensors")
-    return [as_aligned(np.ascontiguousarray(a)) for a in args]
+    return [as_kernel_input(a) for a in args]
 
 
 def interpret_kernel(func_op, args):

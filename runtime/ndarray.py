@@ -39,6 +39,16 @@ def as_aligned(a: np.ndarray, align: int = ALIGN) -> np.ndarray:
     return out
 
 
+def as_kernel_input(a) -> np.ndarray:
+    """`a` itself when it is what a kernel parameter takes (C-contiguous, its
+    elements aligned to their type: every array numpy allocates), else a
+    copy that is."""
+    a = np.asarray(a)
+    if a.flags.c_contiguous and a.flags.aligned:
+        return a
+    return np.array(a, order="C")
+
+
 def is_aligned(a: np.ndarray, align: int = ALIGN) -> bool:
     return a.size == 0 or a.ctypes.data % align == 0
 

@@ -33,7 +33,7 @@ from ..dialects.relay.ops import function as relay
 from ..dialects.tir import ops as tir
 from ..ir import types as T
 from ..ir.attributes import check_constant_size
-from .ndarray import ALIGN, as_aligned, available_memory, empty_aligned
+from .ndarray import as_aligned, as_kernel_input, available_memory, empty_aligned
 
 _NOT_STRAIGHT = (relay_control.IfOp, relay_adt.MatchOp, relay_closure.FnOp, relay_closure.FuncRefOp,
                  relay_adt.ConstructOp, relay_closure.CallIndirectOp)
@@ -221,7 +221,7 @@ class Program:
                 and all(p.kind == "buffer" for p in sig.params) and len(sig.params) == len(ins) + n_out)
         if not fast:
             def run(env):
-                args = [as_aligned(np.ascontiguousarray(env[i])) for i in ins]
+                args = [as_kernel_input(env[i]) for i in ins]
                 outs = [b if b is not None else empty_aligned(*spec) for b, spec in zip(fixed_out, out_specs)]
                 kernel(*args, *outs)
                 env[out] = tuple(outs) if as_tuple else outs[0]
@@ -256,8 +256,8 @@ class Program:
                 if a.size != size or a.dtype != dtype:
                     raise _error(f"@{name}: argument {j} is {a.dtype}{list(a.shape)}, "
                                  f"the kernel takes {size} elements of {dtype}")
-                if not (a.flags.c_contiguous and a.ctypes.data % ALIGN == 0):
-                    a = as_aligned(np.ascontiguousarray(a))
+                if not (a.flags.c_contiguous and a.flags.aligned):
+                    a = as_kernel_input(a)
                     env[i] = a
                 args[j] = a.ctypes.data
             outs = list(fixed_out)

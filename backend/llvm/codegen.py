@@ -1,7 +1,7 @@
 """tir → LLVM IR (llvmlite.ir), one LLVM function per tir.func.
 
-Calling convention: see :mod:`tvmd.backend.abi` (buffers are ``ptr noalias
-align 64`` to their first element, ``index`` is ``i64``, hidden ``i64``
+Calling convention: see :mod:`tvmd.backend.abi` (buffers are ``ptr noalias``
+to their first element, ``index`` is ``i64``, hidden ``i64``
 dynamic dimensions at the end, outputs written in place, ``void`` result).
 
 Lowering, op by op:
@@ -188,8 +188,8 @@ class FuncCodegen:
         for p, arg in zip(params, fn.args):
             arg.name = p.name
             if p.kind == "buffer":
+                # no alignment beyond the element's: a caller's numpy array goes in as it is
                 arg.add_attribute("noalias")
-                arg.attributes.align = BUFFER_ALIGN
         self._open(fn)
         for i, a in enumerate(f.args):
             self.values[a] = fn.args[i]

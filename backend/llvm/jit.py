@@ -13,7 +13,8 @@ verify → LLVM's new pass manager at O3 (``create_pass_builder`` with
 PipelineTuningOptions: loop and SLP vectorisation, unrolling) for the target
 machine → MCJIT.  Kernels are ctypes functions (ctypes drops the GIL during
 the call) wrapped in :class:`Kernel`, which checks dtype, shape and
-contiguity, copies a misaligned array to an aligned one (and back), and
+contiguity, passes the caller's arrays as they are (only one whose
+elements are misaligned for their type is copied, and back), and
 rejects overlapping buffers (the code assumes ``noalias``).
 """
 
@@ -212,7 +213,7 @@ class Kernel:
     def __call__(self, *args):
         import numpy as np
 
-        from ...runtime.ndarray import as_aligned, check_buffer, is_aligned
+        from ...runtime.ndarray import as_kernel_input, check_buffer
         sig = self.sig
         if self.unsupported:
             raise TypeError(self.unsupported)
@@ -224,11 +225,9 @@ class Kernel:
             label = f"argument {i} ({p.name}) of @{sig.name}"
             if p.kind == "buffer":
                 check_buffer(a, p.dtype, p.shape, label)
-                buf = a
-                if not is_aligned(a):
-                    buf = as_aligned(np.ascontiguousarray(a))
-                    if buf is not a:
-                        copies.append((a, buf))
+                buf = as_kernel_input(a)   # no copy but for an array whose elements are misaligned
+                if buf is not a:
+                    copies.append((a, buf))
                 arrays[i] = buf
                 cargs.append(buf.ctypes.data)
             else:
