@@ -23,9 +23,11 @@ into the module only when every step succeeded.  With ``fallback=True`` (the
 default) one that fails -- an op without a TE compute, a dynamic shape, a
 strategy that rejects its attributes -- stays a relay function marked
 ``interpreted``, which the executor runs with the ops' numpy ``compute()``;
-``cm.interpreted`` lists them with the reason.  An entry function that is
-not straight-line (control flow, closures) is not lowered at all: the whole
-module runs on the relay interpreter (``cm.mode == "interpreter"``).
+``cm.interpreted`` lists them with the reason, and build prints one line
+on stderr for each.  An entry function that is not straight-line (control
+flow, closures) is not lowered at all: the whole module runs on the relay
+interpreter (``cm.mode == "interpreter"``), and one line says so.  With
+``fallback=False`` either is a BuildError instead.
 
 `progress`: None shows kernel-by-kernel progress on stderr when stderr is a
 terminal (``\\r`` updates) and nothing otherwise; False never; a callable
@@ -189,11 +191,16 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
             raise BuildError(f"the module has no relay.func @{entry} to compile")
         from .program import straight_line
         if not straight_line(module, f):
-            return CompiledModel(module, entry, "interpreter", None, [], [], times, ctx.stats,
-                                 reason=f"@{entry} is not straight-line relay (control flow or closures)")
+            why = f"@{entry} is not straight-line relay (control flow or closures)"
+            if not fallback:
+                raise BuildError(f"cannot compile: {why}")
+            sys.stderr.write(f"tvmd: the whole model runs in the relay interpreter: {why}\n")
+            return CompiledModel(module, entry, "interpreter", None, [], [], times, ctx.stats, reason=why)
         t0 = time.perf_counter()
         history = _history(tuning_log, target)
         kernels, interpreted = lower_kernels(module, target, fallback, tir_passes, ctx, report, history)
+        for name, why in interpreted:
+            sys.stderr.write(f"tvmd: @{name} runs in the interpreter (not compiled): {why}\n")
         if history is not None:
             for line in history.report():
                 sys.stderr.write(f"tvmd: {line}\n")

@@ -9,7 +9,7 @@ import io
 import numpy as np
 import pytest
 
-from tvmd.runtime.build import TtyProgress, build
+from tvmd.runtime.build import BuildError, TtyProgress, build
 from tvmd.runtime.memory_plan import plan_memory
 from tvmd.runtime.program import Profile
 
@@ -113,10 +113,12 @@ relay.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf
     np.testing.assert_array_equal(cm.run(x)[1], [1, 2, 3, 4])
 
 
-def test_ops_without_a_compute_fall_back_to_the_interpreter(monkeypatch):
+def test_ops_without_a_compute_fall_back_to_the_interpreter(monkeypatch, capsys):
     from tvmd.conversion.relay_to_te import strategies
     monkeypatch.delitem(strategies.STRATEGIES, "exp")
     cm = build(CHAIN, opt_level=0, progress=False)
+    err = capsys.readouterr().err.splitlines()   # one line per interpreted function, with the reason
+    assert len(err) == 1 and "runs in the interpreter" in err[0] and "no TE compute" in err[0], err
     names = [n for n, _ in cm.interpreted]
     assert len(names) == 1 and "exp" in names[0]
     assert "no TE compute" in cm.interpreted[0][1]
@@ -147,7 +149,7 @@ relay.func @main(%x: tensor<?x8xf32>, %y: tensor<4x8xf32>) -> (tensor<?x8xf32>, 
     np.testing.assert_allclose(b, y * y, rtol=1e-6)
 
 
-def test_control_flow_runs_on_the_interpreter():
+def test_control_flow_runs_on_the_interpreter(capsys):
     text = """
 relay.func @main(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
   %r = if %c : tensor<4xf32> {
@@ -162,8 +164,12 @@ relay.func @main(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
 """
     cm = build(text, progress=False)
     assert cm.mode == "interpreter" and "not straight-line" in cm.reason
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "relay interpreter" in err[0] and "not straight-line" in err[0], err
     x = rand((4,))
     np.testing.assert_allclose(cm.run(np.array(False), x), -x)
+    with pytest.raises(BuildError, match="not straight-line"):
+        build(text, progress=False, fallback=False)
 
 
 def test_progress_on_a_terminal_only():
