@@ -104,19 +104,27 @@ class CompiledModel(EntrySignature):
     def memory_plan(self):
         return self.executor.memory_plan if self.executor is not None else None
 
-    def run_list(self, *inputs, profile=None):
+    def run_list(self, *inputs, profile=None, out=None):
+        """The results as a list.  `out`: an array (or one per result) the
+        caller owns; a kernel that computes a result writes it there, and
+        those arrays are returned.  Inputs: numpy arrays or any DLPack
+        producer, passed without a copy when C-contiguous."""
         if self.executor is not None:
-            return self.executor.run_list(*inputs, profile=profile)
+            return self.executor.run_list(*inputs, profile=profile, out=out)
         from ..dialects.relay.interpreter import Interpreter
+        from .executor import check_out
+        from .ndarray import copy_into
         interp = Interpreter(self.module)
         t0 = time.perf_counter()
         outs = interp.call(interp.functions[self.entry], list(inputs), None)
         if profile is not None:
             profile.add(f"@{self.entry}", time.perf_counter() - t0, "", True)
+        if out is not None:
+            return copy_into(check_out(self.module.lookup(self.entry), out, inputs), outs)
         return list(outs)
 
-    def run(self, *inputs):
-        outs = self.run_list(*inputs)
+    def run(self, *inputs, out=None):
+        outs = self.run_list(*inputs, out=out)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     __call__ = run

@@ -33,7 +33,7 @@ from ..dialects.relay.ops import function as relay
 from ..dialects.tir import ops as tir
 from ..ir import types as T
 from ..ir.attributes import check_constant_size
-from .ndarray import as_kernel_input, empty_aligned
+from .ndarray import as_kernel_input, copy_into, empty_aligned
 
 
 class ExecutionError(Exception):
@@ -44,13 +44,47 @@ def _check_input(v, arr, label):
     t = v.type
     if isinstance(t, T.TensorType):
         if not isinstance(arr, np.ndarray):
-            arr = np.asarray(arr)
+            # a DLPack producer (torch, cupy's host arrays, ...) is viewed, not copied
+            arr = np.from_dlpack(arr) if hasattr(arr, "__dlpack__") else np.asarray(arr)
         want = t.dtype
         if arr.dtype != want:
             raise ExecutionError(f"{label} has dtype {arr.dtype}, expected {want} ({t})")
         if arr.ndim != t.rank or any(d is not None and d != s for d, s in zip(t.shape, arr.shape)):
             raise ExecutionError(f"{label} has shape {list(arr.shape)}, expected {t}")
     return arr
+
+
+def check_out(func, out, inputs):
+    """`out` (an array or a sequence of them) checked against `func`'s
+    result types: one writeable C-contiguous array of the right dtype and
+    shape per result, sharing memory with no input (kernels assume their
+    buffers do not alias).  Returns the list."""
+    if isinstance(out, np.ndarray) or hasattr(out, "__dlpack__"):
+        out = [out]
+    out = list(out)
+    types = list(func.function_type.results)
+    if len(out) != len(types):
+        raise ExecutionError(f"out= has {len(out)} array(s); @{func.sym_name} has {len(types)} result(s)")
+    checked = []
+    for i, (a, t) in enumerate(zip(out, types)):
+        label = f"out[{i}]"
+        if not isinstance(a, np.ndarray):
+            a = np.from_dlpack(a) if hasattr(a, "__dlpack__") else a
+        if not isinstance(a, np.ndarray) or not isinstance(t, T.TensorType):
+            raise ExecutionError(f"{label}: out= takes arrays for tensor results; result {i} is {t}")
+        a = _check_input(_Typed(t), a, label)
+        if not (a.flags.c_contiguous and a.flags.aligned and a.flags.writeable):
+            raise ExecutionError(f"{label} must be a writeable C-contiguous array")
+        for j, x in enumerate(inputs):
+            if isinstance(x, np.ndarray) and a.size and x.size and np.may_share_memory(a, x):
+                raise ExecutionError(f"{label} shares memory with input {j}")
+        checked.append(a)
+    return checked
+
+
+class _Typed:
+    def __init__(self, t):
+        self.type = t
 
 
 class RelayEvaluator:
@@ -203,20 +237,25 @@ class Executor(EntrySignature):
         kernel(*_kernel_args(func_op, args), *outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def run_list(self, *inputs, profile=None):
+    def run_list(self, *inputs, profile=None, out=None):
         """The entry function's results as a list; `profile` (a
-        program.Profile) collects per-kernel times."""
+        program.Profile) collects per-kernel times; `out`: arrays the
+        caller owns, one per result, which the results are written into
+        (and returned)."""
         if self.program is not None:
             params = self.entry_op.body.args
             if len(inputs) != len(params):
                 raise ExecutionError(f"@{self.entry} takes {len(params)} input(s), got {len(inputs)}")
             arrays = [_check_input(p, a, f"input {i} (%{p.name or i}) of @{self.entry}")
                       for i, (p, a) in enumerate(zip(params, inputs))]
-            return self.program.run(arrays, profile)
-        return self.evaluator.run_function(self.entry_op, *inputs)
+            if out is not None:
+                out = check_out(self.entry_op, out, arrays)
+            return self.program.run(arrays, profile, out)
+        outs = self.evaluator.run_function(self.entry_op, *inputs)
+        return outs if out is None else copy_into(check_out(self.entry_op, out, inputs), outs)
 
-    def run(self, *inputs):
-        outs = self.run_list(*inputs)
+    def run(self, *inputs, out=None):
+        outs = self.run_list(*inputs, out=out)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     __call__ = run

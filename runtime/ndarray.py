@@ -49,6 +49,15 @@ def as_kernel_input(a) -> np.ndarray:
     return np.array(a, order="C")
 
 
+def copy_into(out, results):
+    """Write `results` into the caller's `out` arrays (those a kernel did not
+    write in place already); returns `out`."""
+    for o, r in zip(out, results):
+        if o is not r:
+            np.copyto(o, r)
+    return out
+
+
 def is_aligned(a: np.ndarray, align: int = ALIGN) -> bool:
     return a.size == 0 or a.ctypes.data % align == 0
 

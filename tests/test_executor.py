@@ -230,3 +230,89 @@ relay.func @main(%x: tensor<f32>, %y: tensor<f32>) -> (tensor<f32>, tuple<tensor
     s, t = cm.run(np.array(2.0, np.float32), np.array(3.0, np.float32))
     assert isinstance(s, np.ndarray) and s.shape == () and s == 5.0
     assert isinstance(t, tuple) and len(t) == 1 and t[0].shape == () and t[0] == 10.0
+
+
+class _DLPackOnly:
+    """A foreign array: nothing but the DLPack protocol (as a torch tensor
+    on the CPU offers it)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_run_writes_results_into_the_callers_arrays():
+    """run(..., out=...): the last kernel writes straight into the caller's
+    array (no allocation of the result's size per run), which is returned."""
+    import tracemalloc
+    n = 1 << 18
+    text = f"""relay.func @main(%x: tensor<{n}xf32>, %y: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %0 = add(%x, %y) : tensor<{n}xf32>
+  %1 = nn.relu(%0) : tensor<{n}xf32>
+  return %1
+}}"""
+    cm = build(text, progress=False)
+    x, y = rand((n,), 1), rand((n,), 2)
+    out = np.full(n, np.nan, np.float32)
+    assert cm.run(x, y, out=out) is out
+    np.testing.assert_allclose(out, np.maximum(x + y, 0), rtol=1e-6)
+    tracemalloc.start()
+    try:
+        cm.run(x, y, out=[out])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n * 4 // 2, f"a run with out= allocated {peak} bytes"
+
+
+def test_out_with_several_results_and_a_returned_input():
+    text = """relay.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = exp(%x) : tensor<4x8xf32>
+  return %0, %x
+}"""
+    cm = build(text, progress=False)
+    x = rand((4, 8), 3)
+    a, b = np.empty((4, 8), np.float32), np.empty((4, 8), np.float32)
+    got = cm.run(x, out=(a, b))
+    assert got[0] is a and got[1] is b and not np.shares_memory(b, x)
+    np.testing.assert_allclose(a, np.exp(x), rtol=1e-6)
+    np.testing.assert_array_equal(b, x)
+
+
+def test_out_is_checked():
+    cm = build(CHAIN, opt_level=0, progress=False)
+    x = rand((16, 64), 3)
+    shape = cm.run(x).shape
+    with pytest.raises(Exception, match="shape"):
+        cm.run(x, out=np.empty((shape[0] + 1,) + shape[1:], np.float32))
+    with pytest.raises(Exception, match="dtype"):
+        cm.run(x, out=np.empty(shape, np.float64))
+    with pytest.raises(Exception, match="1 result"):
+        cm.run(x, out=[np.empty(shape, np.float32)] * 2)
+    with pytest.raises(Exception, match="C-contiguous"):
+        cm.run(x, out=np.empty(shape[::-1], np.float32).T)
+    if shape == x.shape:
+        with pytest.raises(Exception, match="shares memory with input 0"):
+            cm.run(x, out=x)
+
+
+def test_dlpack_in_and_out():
+    """A DLPack producer goes in without a copy; results are numpy arrays,
+    themselves DLPack producers."""
+    text = """relay.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = multiply(%x, %y) : tensor<4x8xf32>
+  return %0
+}"""
+    cm = build(text, progress=False)
+    x, y = rand((4, 8), 4), rand((4, 8), 5)
+    r = cm.run(_DLPackOnly(x), _DLPackOnly(y))
+    np.testing.assert_allclose(r, x * y, rtol=1e-6)
+    np.testing.assert_array_equal(np.from_dlpack(_DLPackOnly(r)), r)
+    out = np.empty((4, 8), np.float32)
+    cm.run(_DLPackOnly(x), y, out=_DLPackOnly(out))
+    np.testing.assert_allclose(out, x * y, rtol=1e-6)
