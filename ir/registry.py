@@ -82,6 +82,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "tir-vectorize": ("tvmd.dialects.tir.passes.vectorize", "Vectorize"),
     "tir-unroll": ("tvmd.dialects.tir.passes.unroll", "Unroll"),
     "tir-remove-no-op": ("tvmd.dialects.tir.passes.remove_no_op", "RemoveNoOp"),
+    "tir-serialize-small-parallel": ("tvmd.dialects.tir.passes.serialize_small_parallel", "SerializeSmallParallel"),
     "tir-storage-rewrite": ("tvmd.dialects.tir.passes.storage_rewrite", "StorageRewrite"),
     "tir-lower-intrin": ("tvmd.dialects.tir.passes.lower_intrin", "LowerIntrin"),
     "tir-inject-double-buffer": ("tvmd.dialects.tir.passes.double_buffer", "InjectDoubleBuffer"),

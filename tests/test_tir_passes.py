@@ -596,10 +596,11 @@ def test_inject_double_buffer_skips_when_fill_reads_what_compute_writes():
 def test_lower_tir_pipeline_order_and_cuda_skip():
     from tvmd.dialects.tir.passes.pipeline import LowerTIR
     names = [p.NAME for p in LowerTIR().passes()]
-    assert names[:4] == ["tir-inject-double-buffer", "tir-simplify", "tir-loop-partition", "tir-simplify"]
+    assert names[:5] == ["tir-serialize-small-parallel", "tir-inject-double-buffer", "tir-simplify",
+                         "tir-loop-partition", "tir-simplify"]
     assert names.index("tir-vectorize") < names.index("tir-unroll") < names.index("tir-lower-intrin")
     cuda = [p.NAME for p in LowerTIR(target="cuda").passes()]
-    assert "tir-vectorize" not in cuda
+    assert "tir-vectorize" not in cuda and "tir-serialize-small-parallel" not in cuda
     lower = next(p for p in LowerTIR(target="cuda").passes() if p.NAME == "tir-lower-intrin")
     assert lower.target == "cuda"
 

@@ -2,11 +2,12 @@
 
 ``lower-tir{target=llvm}`` runs, in order::
 
+    tir-serialize-small-parallel
     tir-inject-double-buffer  tir-simplify  tir-loop-partition  tir-simplify
     tir-vectorize  tir-unroll  tir-storage-rewrite  tir-lower-intrin{target=...}
     tir-remove-no-op  tir-simplify
 
-and ``target=cuda`` then adds ``tir-split-host-device`` and
+and ``target=cuda`` drops the first and then adds ``tir-split-host-device`` and
 ``tir-thread-sync`` (when those passes are registered and importable) and
 leaves loops vectorized in the LLVM sense alone: vectorize only runs for
 llvm.  Why this order: partition first, so the main parts of split loops
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass, option
 
-LLVM_SEQUENCE = ["tir-inject-double-buffer", "tir-simplify", "tir-loop-partition", "tir-simplify",
+LLVM_SEQUENCE = ["tir-serialize-small-parallel", "tir-inject-double-buffer", "tir-simplify", "tir-loop-partition", "tir-simplify",
                  "tir-vectorize", "tir-unroll", "tir-storage-rewrite", "tir-lower-intrin",
                  "tir-remove-no-op", "tir-simplify"]
 CUDA_EXTRA = ["tir-split-host-device", "tir-thread-sync"]
@@ -36,6 +37,7 @@ def sequence(target: str) -> list[str]:
     names = list(LLVM_SEQUENCE)
     if target == "cuda":
         names.remove("tir-vectorize")
+        names.remove("tir-serialize-small-parallel")
         names += CUDA_EXTRA
     return names
 
