@@ -12,6 +12,8 @@ Three measurements, printed as tables (ratios, never pass/fail):
   Q/K/V MatMul + bias, scaled dot-product attention with an additive mask,
   output projection + residual + LayerNormalization, GELU (erf form) FFN,
   residual + LayerNormalization.
+* A tiny transformer layer (sequence 16, hidden 64, 2 heads, FFN 128):
+  kernels of a few microseconds, so what happens between them shows.
 * Compile time of a ResNet-50-sized model (the [3, 4, 6, 3] bottleneck
   stacks at 224x224), per phase: ONNX import, graph passes, lowering to TIR,
   LLVM codegen, executor setup.
@@ -267,7 +269,7 @@ def compile_phases(model):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--only", default="resnet,bert,compile")
+    ap.add_argument("--only", default="resnet,bert,tiny,compile")
     ap.add_argument("--threads", default="1,2", help="thread counts to compare at (comma-separated)")
     ap.add_argument("--small", action="store_true", help="smaller inputs (a quick smoke run)")
     ap.add_argument("--tir-passes", default=None,
@@ -299,6 +301,15 @@ def main(argv=None):
         rows += got
         for name, why in cm.interpreted:
             print(f"  interpreted @{name}: {why}")
+    if "tiny" in only:
+        # a small transformer layer: 15 kernels of microseconds each, where
+        # the cost between kernels (one native entry vs Python) shows
+        seq, hidden = 16, 64
+        h = rng.standard_normal((1, seq, hidden)).astype(np.float32)
+        mask = np.zeros((1, 1, 1, seq), np.float32)
+        got, cm = latency_rows(f"tiny layer seq {seq} h {hidden}", bert_layer_onnx(seq, hidden, 2, 2 * hidden),
+                               {"h": h, "mask": mask}, max(a.repeat, 200), threads)
+        rows += got
     if rows:
         print_latency(rows)
     if "compile" in only:

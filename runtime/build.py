@@ -135,6 +135,10 @@ class CompiledModel(EntrySignature):
         for name, why in self.interpreted:
             lines.append(f"  interpreted @{name}: {why}")
         plan = self.memory_plan
+        prog = self.executor.program if self.executor is not None else None
+        if prog is not None:
+            lines.append("entry: one native function calling the kernels" if prog.entry is not None
+                         else f"entry: kernel by kernel from Python ({prog.entry_why})")
         if plan is not None:
             lines.append("memory: " + plan.summary())
         lines.append("compile time: " + ", ".join(f"{p} {self.phase_times[p]:.3f} s"
@@ -226,6 +230,10 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
         t0 = time.perf_counter()
         ex = Executor(module, target, entry, opt_level, lib=lib)
         times["plan"] = time.perf_counter() - t0
+        prog = ex.program
+        if prog is not None and prog.entry is None and prog.entry_why and not prog.entry_why_reported:
+            sys.stderr.write(f"tvmd: the model runs kernel by kernel from Python, not as one native "
+                             f"function: {prog.entry_why}\n")
     finally:
         if report and hasattr(report, "done"):
             report.done()

@@ -199,6 +199,7 @@ class Executor(EntrySignature):
     """
 
     def __init__(self, module, target="llvm", entry: str = "main", opt_level: int = 3, lib=None):
+        self.opt_level = opt_level
         if isinstance(module, str):
             from ..parser import parse_module
             module = parse_module(module)

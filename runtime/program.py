@@ -17,7 +17,9 @@ of an environment list:
 
 Returned values that may view a constant or an input are copied, so the
 caller owns every output.  `profile` (a :class:`Profile`) times each kernel
-and interpreted step.
+and interpreted step.  When every step is a kernel (or tuple plumbing),
+runtime/aot.py compiles ``static_steps`` into one native entry function,
+which an unprofiled run calls instead of the steps.
 """
 
 from __future__ import annotations
@@ -157,12 +159,26 @@ class Program:
             self.template[k] = a
         self.sinks = {}   # during a run with out=: env slot of a result -> the caller's array
         self.steps = []
+        self.static_steps = []   # what runtime/aot.py compiles: see aot.compile_entry
         for op, callee in ops:
             self.steps.append(self._step(op, callee, slot, bufs, consts))
         self.returns = [slot[v] for v in ret.operands]
         # a returned value that may view a constant or an input is copied
         self.copy_out = [any(isinstance(b, tuple) and b and b[0] in ("const", "input")
                              for b in plan.views.get(v, ())) for v in ret.operands]
+        self.result_specs = [(tuple(v.type.shape), np.dtype(v.type.dtype))
+                             if isinstance(v.type, T.TensorType) and v.type.is_static else None
+                             for v in ret.operands]
+        # the entry as one native function (runtime/aot.py), or why not; a
+        # reason build() has reported already (an interpreted function) is
+        # not said twice
+        self.entry, self.entry_why, self.entry_why_reported = None, None, False
+        if lib is not None:
+            from .aot import NotCompilable, compile_entry
+            try:
+                self.entry = compile_entry(self, self.static_steps, self.returns, lib)
+            except NotCompilable as e:
+                self.entry_why, self.entry_why_reported = str(e), e.reported
 
     def _buffer(self, bid, bufs):
         shape, dt = bufs[bid]
@@ -181,21 +197,28 @@ class Program:
             return self._kernel_step(op, callee, out, ins, bufs, consts, shapes)
         ev = self.evaluator
         if isinstance(op, relay_control.TupleOp):
+            self.static_steps.append(("tuple", out, ins))
+
             def run(env):
                 env[out] = tuple(env[i] for i in ins)
             return run, None, shapes
         if isinstance(op, relay_control.TupleGetItemOp):
             index = op.attributes["index"]
             src = ins[0]
+            self.static_steps.append(("get", out, src, index))
 
             def run(env):
                 env[out] = env[src][index]
             return run, None, shapes
         if callee is not None:   # a relay function left to the interpreter
+            self.static_steps.append(("other", f"@{callee.sym_name} runs in the interpreter", True))
+
             def run(env):
                 outs = ev.run_function(callee, *[env[i] for i in ins])
                 env[out] = outs[0] if len(outs) == 1 else tuple(outs)
             return run, (callee.sym_name, True), shapes
+
+        self.static_steps.append(("other", f"relay op '{_op_label(op)}' runs on numpy", False))
 
         def run(env):
             env[out] = ev.evaluate(op, [env[i] for i in ins])
@@ -215,6 +238,7 @@ class Program:
         fixed_out = [self._buffer((out, k), bufs) for k in range(n_out)]
         fixed_out = [b if b is None or v is None or b.shape == v else b.reshape(v)
                      for b, v in zip(fixed_out, views)]
+        self.static_steps.append(("kernel", callee.sym_name, out, ins, fixed_out))
         out_specs = [bufs[(out, k)] for k in range(n_out)]
         out_specs = [(v if v is not None and int(np.prod(v, dtype=np.int64)) == int(np.prod(s, dtype=np.int64))
                       else s, dt) for (s, dt), v in zip(out_specs, views)]
@@ -276,7 +300,10 @@ class Program:
     def run(self, arrays, profile=None, out=None):
         """The results for input `arrays`; `out`: checked arrays, one per
         result, that a kernel computing a result writes straight into (any
-        other result is copied in)."""
+        other result is copied in).  Without a profile, through the
+        compiled entry when there is one."""
+        if profile is None and self.entry is not None:
+            return self.entry.run([as_kernel_input(a) for a in arrays], out)
         sinks = self.sinks
         sinks.clear()
         if out is not None:
