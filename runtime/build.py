@@ -127,6 +127,12 @@ class CompiledModel(EntrySignature):
         outs = self.run_list(*inputs, out=out)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def export_library(self, path, cc=None):
+        """Write the model as a shared library `path` and its C header
+        (runtime/export.py); returns the header's path."""
+        from .export import export_library
+        return export_library(self, path, cc)
+
     __call__ = run
 
     def summary(self) -> str:

@@ -19,7 +19,7 @@ import sys
 
 from .cmdline import ToolDriver, take_input, report_internal_error, take_value, tool_main
 
-USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=TARGET] "
+USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|shared-lib|cuda|ptx|cubin [--target=TARGET] "
          "[-O0..-O3] [-o out] [--split-input-file] [--verify-diagnostics]\n"
          "       tvm-translate --import-onnx model.onnx [--input-shape=NAME:DIMS ...] [-o out.relay]")
 
@@ -33,6 +33,11 @@ Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target cod
                          asm    target assembly (default -O3)
                          obj    a relocatable object file (default -O3); tvmd's loader can
                                 run it without the IR (tvmd.backend.llvm.jit.load_object)
+                         shared-lib
+                                a relay model (@main) compiled whole into a shared object
+                                (-o model.so) with its weights, and model.h beside it:
+                                void model_run(inputs..., results...); linking needs cc
+                                (load it back with tvmd.runtime.export.load_library)
                          cuda   CUDA C source: a __global__ kernel per device function
                                 (tir-split-host-device outlines them from host functions)
                          ptx    PTX, compiled from the CUDA C (NVRTC or nvcc)
@@ -59,8 +64,8 @@ importers (write relay text, large weights in the resource section):
 environment: TVMD_NUM_THREADS sets the threads compiled parallel loops use at run time.
 """
 
-EMITS = ("llvm", "asm", "obj", "cuda", "ptx", "cubin")
-BINARY = ("obj", "cubin")
+EMITS = ("llvm", "asm", "obj", "shared-lib", "cuda", "ptx", "cubin")
+BINARY = ("obj", "shared-lib", "cubin")
 IMPORTERS = ("--import-onnx", "--import-relay-text", "--import-pytorch")
 NOT_YET = ("--import-relay-text", "--import-pytorch")
 
@@ -150,7 +155,9 @@ def parse_args(argv, cl):
     if o.input_shapes or o.debuginfo:
         raise cl.error(-1, "--input-shape and --print-debuginfo go with --import-onnx")
     if o.emit is None:
-        raise cl.error(-1, "no output kind: give --emit=llvm|asm|obj|cuda|ptx|cubin")
+        raise cl.error(-1, "no output kind: give --emit=llvm|asm|obj|shared-lib|cuda|ptx|cubin")
+    if o.emit == "shared-lib" and (o.output is None or o.output == "-"):
+        raise cl.error(o.emit_index, "--emit=shared-lib writes a library and its header: give -o FILE.so")
     if o.split is not None and o.emit in BINARY:
         raise cl.error(o.split, f"--split-input-file joins text outputs; it does not go with --emit={o.emit}")
     return o
@@ -283,7 +290,9 @@ class Driver(ToolDriver):
             if out is not None:
                 outputs.append(out)
         if o.split is None and o.verify is None:
-            return rc or self.write(outputs[0], o, cl)
+            if rc or o.emit == "shared-lib":
+                return rc
+            return self.write(outputs[0], o, cl)
         # like tvm-opt: what did translate goes to stdout even when a chunk
         # failed, and to a file (-o) only when all went well
         result = join_outputs(outputs) if o.split is not None else (outputs[0] if outputs else "")
@@ -326,6 +335,8 @@ class Driver(ToolDriver):
     def translate(self, module, fname, o, target, cl):
         from ..ir.diagnostics import DiagnosticError
         from ..ir.location import FileLoc
+        if o.emit == "shared-lib":
+            return self.shared_lib(module, fname, o, target)
         funcs = [op for op in module.body.ops if op.name == "tir.func"]
         if not funcs:
             raise DiagnosticError(FileLoc(fname, 1, 1), "the input has no tir.func to translate "
@@ -352,6 +363,26 @@ class Driver(ToolDriver):
             return jit.emit_object(module, target, level)
         except TargetError as e:
             raise cl.error(o.target_index, f"invalid target: {e}", o.target_offset) from None
+
+    def shared_lib(self, module, fname, o, target):
+        """Compile the relay model whole and write -o FILE.so and FILE.h;
+        returns None (the files are written here)."""
+        from ..ir.diagnostics import DiagnosticError
+        from ..ir.location import FileLoc
+        from ..runtime.build import BuildError, build
+        from ..runtime.export import ExportError
+        main = module.lookup("main")
+        if main is None or main.name != "relay.func":
+            raise DiagnosticError(FileLoc(fname, 1, 1), "--emit=shared-lib compiles a relay model: the input "
+                                                        "has no relay.func @main")
+        opt = 3 if o.opt_level is None else o.opt_level
+        try:
+            cm = build(module, str(target), opt, progress=False, fallback=False)
+            header = cm.export_library(o.output)
+        except (BuildError, ExportError) as e:
+            raise DiagnosticError(FileLoc(fname, 1, 1), f"cannot export a shared library: {e}") from None
+        sys.stderr.write(f"tvm-translate: wrote {o.output} and {header}\n")
+        return None
 
     def write(self, result, o, cl) -> int:
         from ..ir.files import write_atomic, write_atomic_bytes
