@@ -209,6 +209,24 @@ entry:
 {WAKE_BODY}
 }}
 
+; take the next `grain` iterations of the shared counter until none are left
+define internal void @__tvmd_pool_drain(ptr %fn, ptr %cl, i64 %grain, i64 %end) {{
+entry:
+  br label %take
+take:
+  %lo = atomicrmw add ptr @__tvmd_pool_next, i64 %grain monotonic
+  %more = icmp slt i64 %lo, %end
+  br i1 %more, label %run, label %done
+run:
+  %hi0 = add i64 %lo, %grain
+  %lt = icmp slt i64 %hi0, %end
+  %hi = select i1 %lt, i64 %hi0, i64 %end
+  call void %fn(ptr %cl, i64 %lo, i64 %hi)
+  br label %take
+done:
+  ret void
+}}
+
 ; a worker: wait for its slot's generation to change, run the chunk, count down
 define internal ptr @__tvmd_pool_worker(ptr %slot) {{
 entry:
@@ -254,19 +272,7 @@ run.chunk:
   %cl = load ptr, ptr %clp, align 8
   %grain = load i64, ptr %lop, align 8
   %end = load i64, ptr %hip, align 8
-  br label %drain
-drain:
-  ; take the next `grain` iterations until none are left
-  %dlo = atomicrmw add ptr @__tvmd_pool_next, i64 %grain monotonic
-  %dmore = icmp slt i64 %dlo, %end
-  br i1 %dmore, label %drain.run, label %drained
-drain.run:
-  %dhi0 = add i64 %dlo, %grain
-  %dlt = icmp slt i64 %dhi0, %end
-  %dhi = select i1 %dlt, i64 %dhi0, i64 %end
-  call void %fn(ptr %cl, i64 %dlo, i64 %dhi)
-  br label %drain
-drained:
+  call void @__tvmd_pool_drain(ptr %fn, ptr %cl, i64 %grain, i64 %end)
   %left = atomicrmw sub ptr @__tvmd_pool_pending, i32 1 seq_cst
   %last = icmp eq i32 %left, 1
   br i1 %last, label %notify, label %next
@@ -395,15 +401,8 @@ sig.next:
   %t1 = add i64 %t, 1
   br label %sig
 run0:
-  %clo = atomicrmw add ptr @__tvmd_pool_next, i64 %grain monotonic
-  %cmore = icmp slt i64 %clo, %end
-  br i1 %cmore, label %run0.body, label %cancel
-run0.body:
-  %chi0 = add i64 %clo, %grain
-  %clt2 = icmp slt i64 %chi0, %end
-  %chi = select i1 %clt2, i64 %chi0, i64 %end
-  call void %fn(ptr %closure, i64 %clo, i64 %chi)
-  br label %run0
+  call void @__tvmd_pool_drain(ptr %fn, ptr %closure, i64 %grain, i64 %end)
+  br label %cancel
 cancel:
   ; every iteration has been taken: a worker that has not claimed its slot
   ; yet (descheduled, or still waking up) is cancelled rather than waited for
