@@ -82,28 +82,44 @@ def gemm_plan(c, deps, vu):
             pack = "kn" if m >= MIN_PACK_ROWS and n >= MIN_PACK_COLUMNS else None
         else:
             continue
-        tile = gemm_tile(m, n, vu)
+        batch = 1
+        for d in shape[:-2]:
+            batch *= d
+        tile = gemm_tile(m, n, vu, batch)
         if tile is None or (pack == "nk" and m < MIN_PACK_ROWS):
             return None
         return (ra, rb, pack) + tile
     return None
 
 
-def gemm_tile(m, n, vu):
+def gemm_tile(m, n, vu, batch=1):
     """(MB, NB) of the register tile: NB two vectors wide (else one), MB
-    the most of ROWS that divides m with MB * NB / lanes accumulators in
-    the registers; the pair with the most accumulators (AVX2's 16
-    registers: 6 x 16, 12 accumulators; AVX-512: 8 x 32, 16).  None when
-    nothing divides."""
+    the most of ROWS with MB * NB / lanes accumulators in the registers;
+    the pair with the most accumulators (AVX2's 16 registers: 6 x 16, 12
+    accumulators; AVX-512: 8 x 32, 16).  MB need not divide m when the
+    column blocks (times the batch) are enough parallel work on their own
+    (rows_split_ok): the row loop then stays serial inside, and
+    tir-loop-partition splits its last, partial tile off.  None when nothing
+    fits."""
     best, most = None, 0
     for nb in (2 * vu.lanes, vu.lanes):
         if n % nb:
             continue
         per_row = nb // vu.lanes
-        mb = next((f for f in ROWS if m % f == 0 and f * per_row <= vu.accumulators), None)
+        ragged = rows_split_ok(batch, n, nb) and m >= MIN_PACK_ROWS
+        mb = next((f for f in ROWS if (ragged or m % f == 0) and f * per_row <= vu.accumulators), None)
         if mb is not None and mb * per_row > most:
             best, most = (mb, nb), mb * per_row
     return best
+
+
+# Column blocks (times the batch) that keep the cores busy with the row
+# loop left serial inside them
+MIN_COLUMN_TASKS = 8
+
+
+def rows_split_ok(batch, n, nb):
+    return batch * (n // nb) >= MIN_COLUMN_TASKS
 
 
 def pack_weight(e, c, b_read, nb, kind):
@@ -144,19 +160,29 @@ def pack_weight(e, c, b_read, nb, kind):
 
 def tile_gemm(s, st, mb, nb):
     """Tile a stage shaped like the GEMM output: rows by mb (unrolled),
-    columns by nb (vectorized), the outer loops (and the reduce axes, for a
-    GEMM accumulating in memory) fused into one parallel loop outside,
-    column blocks outermost (a block of B then stays in cache while every
-    row block reads it).  Returns the parallel loop."""
+    columns by nb (vectorized), column blocks outermost (a block of B then
+    stays in cache while every row block reads it), the reduce axes (for a
+    GEMM accumulating in memory) inside the row blocks.  The batch axes and
+    column blocks are fused into one parallel loop; the row blocks join it
+    when the columns alone are too little parallel work (then mb divides
+    the rows), else they stay a serial loop inside, which
+    tir-loop-partition splits when mb does not divide.  Returns the loop
+    the tile is computed at (the row-block loop, or the fused one)."""
     from .schedules import BLOCK_CANDIDATES, VECTOR_CANDIDATES, knob
     axes = st.axes(s)
     rank = st.rank
     sp, red = axes[:rank], axes[rank:]
-    jo, ji = s.split(sp[-1], factor=knob(st.value, "cols", nb, VECTOR_CANDIDATES, st.shape[-1]))
-    io, ii = s.split(sp[-2], factor=knob(st.value, "rows", mb, BLOCK_CANDIDATES, st.shape[-2]))
+    shape = st.shape
+    batch = 1
+    for d in shape[:-2]:
+        batch *= d
+    jo, ji = s.split(sp[-1], factor=knob(st.value, "cols", nb, VECTOR_CANDIDATES, shape[-1]))
+    io, ii = s.split(sp[-2], factor=knob(st.value, "rows", mb, BLOCK_CANDIDATES, shape[-2]))
     s.reorder(*sp[:-2], jo, io, *red, ii, ji)
-    f = s.fuse(*sp[:-2], jo, io)
+    serial_rows = rows_split_ok(batch, shape[-1], nb)
+    outer = [*sp[:-2], jo] + ([] if serial_rows else [io])
+    f = s.fuse(*outer) if len(outer) > 1 else outer[0]
     s.parallel(f)
     s.unroll(ii)
     s.vectorize(ji)
-    return f
+    return io if serial_rows else f
