@@ -8,6 +8,8 @@ Three measurements, printed as tables (ratios, never pass/fail):
 * ResNet-style CNN, batch 1: stem conv7x7/2 + max_pool to 56x56, two basic
   blocks at 56x56 (64 channels), a downsampling block to 28x28 (128) and a
   basic block there, global average pool, Gemm to 1000 classes.
+* MobileNet-style CNN, batch 1: depthwise 3x3 + pointwise 1x1 blocks
+  (grouped convs, small spatial 1x1 convs).
 * One BERT-base encoder layer, sequence 128: hidden 768, 12 heads, FFN 3072,
   Q/K/V MatMul + bias, scaled dot-product attention with an additive mask,
   output projection + residual + LayerNormalization, GELU (erf form) FFN,
@@ -109,6 +111,23 @@ def _head(g, x, c, classes=1000):
     y = g.node("GlobalAveragePool", [x])
     y = g.node("Flatten", [y], axis=1)
     return g.node("Gemm", [y, g.weight((classes, c)), g.const(np.zeros(classes, np.float32))], transB=1)
+
+
+def mobilenet_onnx(size=224):
+    """MobileNet-v1-shaped: a 3x3/2 stem, eight depthwise 3x3 + pointwise
+    1x1 (BN, ReLU) blocks from 32 to 1024 channels down to 7x7, global
+    average pool, Gemm to 1000 classes."""
+    from onnx import TensorProto, helper
+    g = _G(5)
+    x = _conv_bn(g, "x", 3, 32, 3, 2)
+    for cin, cout, s in [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1),
+                         (256, 512, 2), (512, 512, 1), (512, 1024, 2)]:
+        y = g.node("Conv", [x, g.weight((cin, 1, 3, 3))], kernel_shape=[3, 3], strides=[s, s], pads=[1] * 4,
+                   group=cin)
+        x = _conv_bn(g, g.node("Relu", [y]), cin, cout, 1)
+    y = _head(g, x, 1024)
+    return g.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+                   [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 1000])])
 
 
 def resnet_onnx(size=224):
@@ -269,7 +288,7 @@ def compile_phases(model):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--only", default="resnet,bert,tiny,compile")
+    ap.add_argument("--only", default="resnet,mobilenet,bert,tiny,compile")
     ap.add_argument("--threads", default="1,2", help="thread counts to compare at (comma-separated)")
     ap.add_argument("--small", action="store_true", help="smaller inputs (a quick smoke run)")
     ap.add_argument("--tir-passes", default=None,
@@ -301,6 +320,11 @@ def main(argv=None):
         rows += got
         for name, why in cm.interpreted:
             print(f"  interpreted @{name}: {why}")
+    if "mobilenet" in only:
+        size = 64 if a.small else 224
+        x = rng.standard_normal((1, 3, size, size)).astype(np.float32)
+        got, cm = latency_rows(f"mobilenet-style {size}", mobilenet_onnx(size), {"x": x}, a.repeat, threads)
+        rows += got
     if "tiny" in only:
         # a small transformer layer: 15 kernels of microseconds each, where
         # the cost between kernels (one native entry vs Python) shows
