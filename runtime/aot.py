@@ -58,11 +58,12 @@ class EntryPlan:
     copies: list       # (result j, source operand, bytes)
 
 
-def plan_entry(program, steps, returns, lib) -> EntryPlan:
+def plan_entry(program) -> EntryPlan:
     """The entry of `program` from its static step list (Program.static_steps:
     ("kernel", name, out slot, input slots, fixed output buffers), ("tuple",
-    out, ins), ("get", out, src, index), ("other", why, reported)).
-    Raises NotCompilable."""
+    out, ins), ("get", out, src, index), ("other", why, reported)) and its
+    kernels (Program.lib).  Raises NotCompilable."""
+    steps, returns, lib = program.static_steps, program.returns, program.lib
     for step in steps:   # the first cause, before what follows from it
         if step[0] == "other":
             raise NotCompilable(step[1], step[2])
@@ -174,26 +175,21 @@ class Entry:
         return outs
 
 
-def compile_entry(program, steps, returns, lib) -> Entry:
+def compile_entry(program) -> Entry:
     """The JIT-compiled entry of `program` (see plan_entry); raises
     NotCompilable with the reason."""
-    plan = plan_entry(program, steps, returns, lib)
+    plan = plan_entry(program)
     uid = next(_ids)
     symbols = {name: f"__tvmd_aot{uid}_k{i}" for i, name in enumerate(plan.kernels)}
     text = entry_ir(plan, f"__tvmd_aot{uid}_entry", symbols.__getitem__,
                     lambda w: f"inttoptr (i64 {w[1]} to ptr)")
+    from ..backend.llvm.jit import engine_for_ir
     from ..backend.llvm.target import init_llvm
     from ..backend.spec import parse_target
     llvm = init_llvm()
     for name, sym in symbols.items():
-        llvm.add_symbol(sym, lib[name].address)
-    tm = parse_target("llvm").target_machine(1, jit=True)
-    mod = llvm.parse_assembly(text)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
-    engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
+        llvm.add_symbol(sym, program.lib[name].address)
+    engine = engine_for_ir(text, parse_target("llvm").target_machine(1, jit=True))
     address = engine.get_function_address(f"__tvmd_aot{uid}_entry")
     if not address:
         raise NotCompilable("the entry did not compile")

@@ -41,7 +41,13 @@ class ExecutionError(Exception):
 
 
 def _check_input(v, arr, label):
-    t = v.type
+    return _check_array(v.type, arr, label)
+
+
+def _check_array(t, arr, label):
+    """`arr` as a numpy array (a DLPack producer viewed) of tensor type `t`'s
+    dtype and shape, else an ExecutionError naming `label`; anything else
+    for a type that is not a tensor."""
     if isinstance(t, T.TensorType):
         if not isinstance(arr, np.ndarray):
             # a DLPack producer (torch, cupy's host arrays, ...) is viewed, not copied
@@ -68,11 +74,9 @@ def check_out(func, out, inputs):
     checked = []
     for i, (a, t) in enumerate(zip(out, types)):
         label = f"out[{i}]"
-        if not isinstance(a, np.ndarray):
-            a = np.from_dlpack(a) if hasattr(a, "__dlpack__") else a
-        if not isinstance(a, np.ndarray) or not isinstance(t, T.TensorType):
+        if not isinstance(t, T.TensorType) or not (isinstance(a, np.ndarray) or hasattr(a, "__dlpack__")):
             raise ExecutionError(f"{label}: out= takes arrays for tensor results; result {i} is {t}")
-        a = _check_input(_Typed(t), a, label)
+        a = _check_array(t, a, label)
         if not (a.flags.c_contiguous and a.flags.aligned and a.flags.writeable):
             raise ExecutionError(f"{label} must be a writeable C-contiguous array")
         for j, x in enumerate(inputs):
@@ -80,11 +84,6 @@ def check_out(func, out, inputs):
                 raise ExecutionError(f"{label} shares memory with input {j}")
         checked.append(a)
     return checked
-
-
-class _Typed:
-    def __init__(self, t):
-        self.type = t
 
 
 class RelayEvaluator:

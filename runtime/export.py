@@ -54,6 +54,8 @@ _C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfl
 def export_library(cm, path, cc=None):
     """Write `path` (a shared object) and the header beside it (same name,
     ``.h``).  Returns the header's path."""
+    from llvmlite import ir
+
     from ..backend.llvm import jit
     from ..backend.names import llvm_symbols
     from ..backend.spec import as_target
@@ -62,7 +64,7 @@ def export_library(cm, path, cc=None):
     if prog is None:
         raise ExportError(f"the model runs in the relay interpreter ({cm.reason}): nothing to export")
     try:
-        plan = plan_entry(prog, prog.static_steps, prog.returns, cm.executor.lib)
+        plan = plan_entry(prog)
     except NotCompilable as e:
         raise ExportError(f"the model cannot be one native function: {e}") from None
     cc = cc or os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -91,8 +93,9 @@ def export_library(cm, path, cc=None):
         if sym is None:
             raise ExportError("a buffer of the entry is neither a constant nor a planned block")
         return quote(sym)
-    manifest = json.dumps(_manifest(cm, plan, name)).encode() + b"\0"
-    globals_.append(f'@{name}_manifest = constant [{len(manifest)} x i8] c"{_ir_bytes(manifest)}", align 1')
+    manifest = bytearray(json.dumps(_manifest(cm, plan, name)).encode() + b"\0")
+    data = ir.Constant(ir.ArrayType(ir.IntType(8), len(manifest)), manifest)
+    globals_.append(f"@{name}_manifest = constant {data}, align 1")
     text = "\n".join(globals_) + "\n" + entry_ir(plan, f"{name}_run", kernel_syms.__getitem__, address)
     import llvmlite.binding as llvm
     entry = llvm.parse_assembly(text)
@@ -128,10 +131,6 @@ def export_library(cm, path, cc=None):
             write_atomic_bytes(os.fspath(path), f.read())
         write_atomic(header, _header(cm, plan, name))
     return header
-
-
-def _ir_bytes(data: bytes) -> str:
-    return "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
 
 
 def _io(cm, plan):

@@ -159,7 +159,7 @@ class Program:
             self.template[k] = a
         self.sinks = {}   # during a run with out=: env slot of a result -> the caller's array
         self.steps = []
-        self.static_steps = []   # what runtime/aot.py compiles: see aot.compile_entry
+        self.static_steps = []   # what runtime/aot.py compiles: see aot.plan_entry
         for op, callee in ops:
             self.steps.append(self._step(op, callee, slot, bufs, consts))
         self.returns = [slot[v] for v in ret.operands]
@@ -176,7 +176,7 @@ class Program:
         if lib is not None:
             from .aot import NotCompilable, compile_entry
             try:
-                self.entry = compile_entry(self, self.static_steps, self.returns, lib)
+                self.entry = compile_entry(self)
             except NotCompilable as e:
                 self.entry_why, self.entry_why_reported = str(e), e.reported
 
@@ -282,9 +282,7 @@ class Program:
                 if a.size != size or a.dtype != dtype:
                     raise _error(f"@{name}: argument {j} is {a.dtype}{list(a.shape)}, "
                                  f"the kernel takes {size} elements of {dtype}")
-                if not (a.flags.c_contiguous and a.flags.aligned):
-                    a = as_kernel_input(a)
-                    env[i] = a
+                a = env[i] = as_kernel_input(a)
                 args[j] = a.ctypes.data
             outs = list(fixed_out)
             for j, k in dyn_out:

@@ -149,6 +149,20 @@ def _engine(llmod, t, opt_level):
     return llvm.create_mcjit_compiler(llmod, tm)
 
 
+def engine_for_ir(text, target_machine):
+    """An MCJIT engine holding LLVM IR `text` (verified, compiled, its
+    symbols resolved) for `target_machine`: small hand-written modules
+    such as the thread-pool runtime and a model's entry."""
+    llvm = init_llvm()
+    mod = llvm.parse_assembly(text)
+    mod.triple = target_machine.triple
+    mod.data_layout = str(target_machine.target_data)
+    mod.verify()
+    engine = llvm.create_mcjit_compiler(mod, target_machine)
+    engine.finalize_object()
+    return engine
+
+
 def compile(module_op, target=None, opt_level: int = 3) -> CompiledModule:
     """JIT every tir.func of `module_op` (or one tir.func) for `target` (the host by default)."""
     t = _llvm_target(target)

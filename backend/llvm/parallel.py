@@ -487,13 +487,10 @@ def process_runtime(make_target_machine):
 
 def _compile_runtime(make_target_machine):
     import llvmlite.binding as llvm
+
+    from .jit import engine_for_ir
     target_machine = make_target_machine()
-    rt = llvm.parse_assembly(runtime_ir(target_machine.triple))
-    rt.triple = target_machine.triple
-    rt.data_layout = str(target_machine.target_data)
-    rt.verify()
-    ee = llvm.create_mcjit_compiler(rt, target_machine)
-    ee.finalize_object()
+    ee = engine_for_ir(runtime_ir(target_machine.triple), target_machine)
     addrs = {n: ee.get_function_address(n) for n in _RUNTIME_FUNCS}
     for n, a in addrs.items():
         llvm.add_symbol(n, a)

@@ -17,8 +17,11 @@ and C reads ``Bp[.., j / NB, k, j % NB]``.  Either way the schedule is the
 register-tiled micro-kernel of bench/schedules/matmul.te: the output tiled
 MB x NB, sized to the target's vector registers (gemm_tile: AVX2's 6 x 16,
 6 rows of two 8-lane vectors = 12 accumulators of 16 registers; AVX-512's
-8 x 32 = 16 of 32), the tile loops fused into one parallel loop, the
-reduction computed at that loop into a local tile with k outside the
+8 x 32 = 16 of 32), the batch axes and column blocks fused into one
+parallel loop, the row blocks fused into it too or, when the columns are
+enough parallel work, a serial loop inside it (MB then need not divide the
+rows: tir-loop-partition splits off the partial last tile; tile_gemm), the
+reduction computed at the tile into a local tile with k outside the
 tile's rows (unrolled) and columns (vectorized).  Per k the kernel loads
 NB/lanes vectors of B and broadcasts MB scalars of A into MB * NB/lanes
 FMAs; an elementwise epilogue (bias, residual,
@@ -33,6 +36,8 @@ into an nn.matmul reading the weight transposed at compile time.
 """
 
 from __future__ import annotations
+
+import math
 
 from ...dialects.te.builder import Emitter, compute
 from ...dialects.te.ops import ReadOp
@@ -82,17 +87,14 @@ def gemm_plan(c, deps, vu):
             pack = "kn" if m >= MIN_PACK_ROWS and n >= MIN_PACK_COLUMNS else None
         else:
             continue
-        batch = 1
-        for d in shape[:-2]:
-            batch *= d
-        tile = gemm_tile(m, n, vu, batch)
+        tile = gemm_tile(shape, vu)
         if tile is None or (pack == "nk" and m < MIN_PACK_ROWS):
             return None
         return (ra, rb, pack) + tile
     return None
 
 
-def gemm_tile(m, n, vu, batch=1):
+def gemm_tile(shape, vu):
     """(MB, NB) of the register tile: NB two vectors wide (else one), MB
     the most of ROWS with MB * NB / lanes accumulators in the registers;
     the pair with the most accumulators (AVX2's 16 registers: 6 x 16, 12
@@ -100,13 +102,14 @@ def gemm_tile(m, n, vu, batch=1):
     column blocks (times the batch) are enough parallel work on their own
     (rows_split_ok): the row loop then stays serial inside, and
     tir-loop-partition splits its last, partial tile off.  None when nothing
-    fits."""
+    fits.  `shape`: the output's, batch axes first."""
+    m, n = shape[-2], shape[-1]
     best, most = None, 0
     for nb in (2 * vu.lanes, vu.lanes):
         if n % nb:
             continue
         per_row = nb // vu.lanes
-        ragged = rows_split_ok(batch, n, nb) and m >= MIN_PACK_ROWS
+        ragged = rows_split_ok(shape, nb) and m >= MIN_PACK_ROWS
         mb = next((f for f in ROWS if (ragged or m % f == 0) and f * per_row <= vu.accumulators), None)
         if mb is not None and mb * per_row > most:
             best, most = (mb, nb), mb * per_row
@@ -118,8 +121,10 @@ def gemm_tile(m, n, vu, batch=1):
 MIN_COLUMN_TASKS = 8
 
 
-def rows_split_ok(batch, n, nb):
-    return batch * (n // nb) >= MIN_COLUMN_TASKS
+def rows_split_ok(shape, nb):
+    """Whether the batch axes times the column blocks of an output of
+    `shape` are enough parallel tasks to leave the row loop serial."""
+    return math.prod(shape[:-2]) * (shape[-1] // nb) >= MIN_COLUMN_TASKS
 
 
 def pack_weight(e, c, b_read, nb, kind):
@@ -173,13 +178,10 @@ def tile_gemm(s, st, mb, nb):
     rank = st.rank
     sp, red = axes[:rank], axes[rank:]
     shape = st.shape
-    batch = 1
-    for d in shape[:-2]:
-        batch *= d
     jo, ji = s.split(sp[-1], factor=knob(st.value, "cols", nb, VECTOR_CANDIDATES, shape[-1]))
     io, ii = s.split(sp[-2], factor=knob(st.value, "rows", mb, BLOCK_CANDIDATES, shape[-2]))
     s.reorder(*sp[:-2], jo, io, *red, ii, ji)
-    serial_rows = rows_split_ok(batch, shape[-1], nb)
+    serial_rows = rows_split_ok(shape, nb)
     outer = [*sp[:-2], jo] + ([] if serial_rows else [io])
     f = s.fuse(*outer) if len(outer) > 1 else outer[0]
     s.parallel(f)

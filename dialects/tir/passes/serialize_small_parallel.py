@@ -27,25 +27,25 @@ from ..ops import ForOp, FuncOp
 MIN_WORK = 1 << 15
 
 
-def work(block, limit):
-    """The operations `block` runs, or None when unknown or at least `limit`
-    (counting stops there)."""
+def work(ops, limit):
+    """The operations `ops` (a block's, in order) run, or None when unknown
+    or at least `limit` (counting stops there)."""
     total = 0
-    for op in block.ops:
+    for op in ops:
         if isinstance(op, ForOp):
             ext = op.static_extent
             if ext is None:
                 return None
             if ext <= 0:
                 continue
-            inner = work(op.body, -(-limit // ext))
+            inner = work(op.body.ops, -(-limit // ext))
             if inner is None:
                 return None
             total += ext * inner
         elif op.regions:
             for r in op.regions:
                 for b in r.blocks:
-                    w = work(b, limit)
+                    w = work(b.ops, limit)
                     if w is None:
                         return None
                     total += w
@@ -72,18 +72,10 @@ class SerializeSmallParallel(ModulePass):
         for f in [op for op in module.walk() if isinstance(op, FuncOp)]:
             for op in list(f.walk(include_self=False)):
                 if isinstance(op, ForOp) and op.kind == "parallel" and not _inside_parallel(op):
-                    wrapper_work = work(_Single(op), self.min_work)
-                    if wrapper_work is not None:
+                    if work([op], self.min_work) is not None:
                         op.attributes["kind"] = "serial"
                         n += 1
         ctx.stat(self, "parallel loops made serial", n)
-
-
-class _Single:
-    """A block holding just `op` (work() takes blocks)."""
-
-    def __init__(self, op):
-        self.ops = [op]
 
 
 def _inside_parallel(op):
