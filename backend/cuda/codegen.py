@@ -403,6 +403,10 @@ class KernelCodegen:
             x = a[0]
             if cls in (A.UIToFPOp, A.ExtUIOp) and not getattr(src, "unsigned", False) and src is not T.i1:
                 x = f"(({_UNSIGNED.get(c_type(src), c_type(src))}){x})"
+            if cls is A.FPToUIOp and t is not T.i1 and not getattr(t, "unsigned", False):
+                # through the unsigned type: 3.5e9 -> i32 is the bits of 3500000000u,
+                # where a float-to-int cast out of int's range is undefined in C
+                x = f"(({_UNSIGNED.get(c_type(t), c_type(t))}){x})"
             if t is T.i1 and T.is_int(src):   # narrowing to i1 keeps the lowest bit, not x != 0
                 x = f"(({x}) & 1)"
             expr = f"(({self.ctype(op, t)}){x})"
