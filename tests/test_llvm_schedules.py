@@ -286,3 +286,44 @@ def test_unrecognised_computes_still_get_parallel_loops():
     got = sorted(results.values(), key=lambda r: r.ndim)
     np.testing.assert_allclose(got[0], x.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got[1], np.maximum(y, 0))
+
+
+def test_depthwise_conv_rows_are_one_vector():
+    """A depthwise conv has no read that is one broadcast per output row
+    (input and weight both follow the channel), so two vectors per row
+    would save no load: the tile is rows of one AVX2 vector.  (A dense
+    conv of this shape takes rows of two: 6 x 16.)"""
+    text = """relay.func @main(%x: tensor<1x13x12x32xf32>, %w: tensor<3x3x32x1xf32>) -> tensor<1x13x12x32xf32> {
+  %0 = nn.conv2d(%x, %w) {padding = [1, 1, 1, 1], groups = 32, channels = 32, kernel_size = [3, 3], data_layout = "NHWC", kernel_layout = "HWOI"} : tensor<1x13x12x32xf32>
+  %1 = nn.relu(%0) : tensor<1x13x12x32xf32>
+  return %1
+}"""
+    te, k, f = te_and_kernel(text)
+    assert "%ax3.outer, %ax3.inner = te.split %ax3 {factor = 8}" in te
+    assert "%ax2.outer, %ax2.inner = te.split %ax2 {factor = 6}" in te
+    x, w = randn(1, 13, 12, 32), randn(3, 3, 32, 1)
+    want = np.zeros((1, 13, 12, 32), np.float64)
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))).astype(np.float64)
+    for ry in range(3):
+        for rx in range(3):
+            want += xp[:, ry:ry + 13, rx:rx + 12, :] * w[ry, rx, :, 0]
+    np.testing.assert_allclose(run(k, f, x, w), np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+    dense = text.replace("groups = 32, ", "").replace("3x3x32x1", "3x3x32x32").replace('"HWOI"', '"HWIO"')
+    te, _, _ = te_and_kernel(dense)
+    assert "%ax3.outer, %ax3.inner = te.split %ax3 {factor = 16}" in te
+
+
+@pytest.mark.parametrize("c", [3, 1])
+def test_short_last_axis_is_unrolled_not_fused(c):
+    """NCHW to NHWC of an image with c channels: the short last axis is
+    unrolled inside a vectorized width loop, the rows are the parallel loop
+    (fusing all four axes into it costs a division per element)."""
+    text = f"""relay.func @main(%x: tensor<2x{c}x5x11xf32>) -> tensor<2x5x11x{c}xf32> {{
+  %0 = layout_transform(%x) {{src_layout = "NCHW", dst_layout = "NHWC"}} : tensor<2x5x11x{c}xf32>
+  return %0
+}}"""
+    te, k, f = te_and_kernel(text)
+    assert "%n.h.fused = te.fuse %n, %h" in te
+    assert "te.vectorize %w" in te and "te.unroll %c" in te
+    x = randn(2, c, 5, 11)
+    np.testing.assert_array_equal(run(k, f, x), x.transpose(0, 2, 3, 1))

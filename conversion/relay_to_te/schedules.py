@@ -153,7 +153,7 @@ def default_schedule(e, outputs, target="llvm"):
             if o is not None and o not in epilogue:
                 epilogue[o] = c
             else:
-                tile(s, Stage(s, c), block_axis(c, vu), vu)
+                tile(s, Stage(s, c), block_axis(c, vu), vu, wide_rows(c))
     for o in outs:
         anchor = epilogue.get(o)
         if anchor is None and o in gemms:
@@ -171,10 +171,11 @@ def default_schedule(e, outputs, target="llvm"):
             block = block_axis(o, vu)
             if block is not None or (o.rank > 1 and vector_factor(o.tensor_type.shape[-1])):
                 # (unblocked: pooling) the vector accumulator still in a register
-                _tile_cached(s, o, lambda st: tile(s, st, block, vu), block)
+                _tile_cached(s, o, lambda st: tile(s, st, block, vu, wide_rows(o)), block)
                 continue
-        block = block_axis(anchor if anchor is not None else o, vu)
-        f = tile(s, Stage(s, o), block, vu)
+        c = anchor if anchor is not None else o
+        block = block_axis(c, vu)
+        f = tile(s, Stage(s, o), block, vu, wide_rows(c))
         if anchor is not None:
             s.compute_at(anchor.results[0], f)
             tile_local(s, Stage(s, anchor), block)
@@ -294,11 +295,11 @@ def _is_float(t):
     return isinstance(t, T.FloatType)
 
 
-def tile(s, st, block, vu):
+def tile(s, st, block, vu, wide=True):
     """Fuse the outer spatial axes into a parallel loop, vectorize the
     split-off inner part of the last, unroll the inner part of the `block`
-    axis; reduce axes go in between.  Returns the parallel axis (None for a
-    rank-0 stage)."""
+    axis; reduce axes go in between.  `wide`: rows of two vectors may pay
+    (tile_shape).  Returns the parallel axis (None for a rank-0 stage)."""
     rank = st.rank
     if rank == 0:
         return None
@@ -306,7 +307,7 @@ def tile(s, st, block, vu):
     sp, red = axes[:rank], axes[rank:]
     vf, bf = vector_factor(st.shape[-1]), None
     if vf and block is not None:
-        vf, bf = tile_shape(st.shape[-1], st.shape[block], vu)
+        vf, bf = tile_shape(st.shape[-1], st.shape[block], vu, wide)
     inner = []
     if vf:
         sp[-1], li = s.split(sp[-1], factor=knob(st.value, "vector", vf, VECTOR_CANDIDATES, st.shape[-1]))
@@ -317,6 +318,8 @@ def tile(s, st, block, vu):
             inner.insert(0, bi)
     elif st.shape[-1] >= 4 and rank > 1 and not red:
         inner = [sp.pop()]    # vectorized whole: LLVM adds the remainder loop
+    elif rank > 1 and not red:
+        return _tile_narrow(s, sp)
     if red or len(inner) > 1:
         s.reorder(*sp, *memory_order(st.c, red), *inner)
     f = s.fuse(*sp) if len(sp) > 1 else sp[0]
@@ -328,14 +331,36 @@ def tile(s, st, block, vu):
     return f
 
 
-def tile_shape(n_vec, n_block, vu):
+def _tile_narrow(s, sp):
+    """An elementwise stage whose last axis is too short for a vector (the
+    3 channels of an image in NHWC, or its zero padding): that axis
+    unrolled innermost, the one before it vectorized whole (its accesses
+    then are the other layout's rows, or runs of the same few channels,
+    which LLVM's vectorizer interleaves), the rest fused into the parallel
+    loop.  Fusing the short axis into the parallel loop instead costs a
+    division per element (NCHW to NHWC of an image: 10x slower)."""
+    last = sp.pop()
+    vec = sp.pop() if len(sp) > 1 else None
+    f = s.fuse(*sp) if len(sp) > 1 else sp[0]
+    s.parallel(f)
+    if vec is not None:
+        s.vectorize(vec)
+    s.unroll(last)
+    return f
+
+
+def tile_shape(n_vec, n_block, vu, wide=True):
     """(vector width, block factor) of a register tile over a last axis of
     n_vec and a blocked axis of n_block: the one with the most accumulators
     that fit in the registers (rows of two vectors first: half the loads
-    per FMA); block None when no factor fits."""
+    per FMA); block None when no factor fits.  Rows of two vectors only when
+    `wide`: they save loads only when some read is one broadcast per row
+    (wide_rows); without one (a depthwise conv) every FMA needs its own
+    loads, and the registers are better spent on more rows and the kernel's
+    taps."""
     best, most = (vector_factor(n_vec), None), 0
     for vf in (2 * vu.lanes, vu.lanes, vector_factor(n_vec)):
-        if not vf or n_vec % vf:
+        if not vf or n_vec % vf or (vf > vu.lanes and not wide):
             continue
         per_row = -(-vf // vu.lanes)
         bf = block_factor(n_block, per_row, vu)
@@ -384,6 +409,21 @@ def block_factor(n, per_row, vu):
         if n % f == 0 and f * per_row <= vu.accumulators:
             return f
     return None
+
+
+def wide_rows(c):
+    """Whether some read of reduction `c` does not depend on its last axis:
+    a value broadcast to the whole row of a register tile (the input pixel
+    of a conv, A[i, k] of a GEMM), so a row of two vectors loads it once
+    for both."""
+    if c.reducer is None or c.rank < 1:
+        return True
+    deps = _index_deps(c)
+    last = c.rank - 1
+    for op in c.body.ops:
+        if isinstance(op, ReadOp) and not any(last in deps(v) for v in op.indices):
+            return True
+    return False
 
 
 def block_axis(c, vu):

@@ -14,7 +14,14 @@ Every value of the body gets a class:
 
 Rules: a load or store whose last index is affine with stride 1 and whose
 other indices are uniform becomes a ``vector<N>`` access at the base
-indices (N consecutive elements, row-major); a load with all indices
+indices (N consecutive elements, row-major).  An ``arith.select`` of
+indices under a uniform condition is affine when both sides are, with one
+stride, or when one side is affine and the other a constant b (a guarded
+read's clamped index, ``select(inside, i, 0)``): then, where the condition
+takes the constant, the lanes read b, b+s, ... instead of b N times, so a
+load may use it as its last index only when those stay inside the
+buffer's last dimension (the value read there is then discarded by the
+guard's select); a store may not use it.  A load with all indices
 uniform stays a scalar load (when nothing in the loop stores to that
 buffer); arith and intrinsics with a vector operand become the same op on
 ``vector<N>`` types, uniform operands entering through ``tir.broadcast``.
@@ -46,7 +53,7 @@ from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ..bounds import const_int, linear
 from ._util import const
-from ...arith.ops import AddIOp, ArithOp, MulIOp, SubIOp
+from ...arith.ops import AddIOp, ArithOp, MulIOp, SelectOp, SubIOp
 from ..ops import AllocOp, BarrierOp, BroadcastOp, ForOp, IntrinOp, LoadOp, StoreOp
 
 U, A, V = "uniform", "affine", "vector"
@@ -69,6 +76,8 @@ def _analyse(loop):
     """{value: (class, stride)} for the body, or raise _Reject."""
     iv = loop.induction_var
     cls = {iv: (A, 1)}
+    n = loop.static_extent
+    clamped: dict = {}   # select(c, affine, b) -> b: where c is false the lanes read b + s*lane
 
     def of(v):
         return cls.get(v, (U, 0))   # values from outside the loop are uniform
@@ -88,6 +97,13 @@ def _analyse(loop):
             ik = [of(v) for v in idx]
             if any(k == V for k, _ in ik) or any(k == A and s != 0 for k, s in ik[:-1]):
                 raise _Reject("gather")
+            if any(v in clamped for v in idx[:-1]) or (idx and idx[-1] in clamped and not is_load):
+                raise _Reject("a clamped index")
+            if idx and idx[-1] in clamped:
+                dim = buf.type.shape[-1] if buf.type.shape else None
+                b, step = clamped[idx[-1]], ik[-1][1]
+                if not isinstance(dim, int) or b < 0 or b + step * (n - 1) >= dim:
+                    raise _Reject("a clamped index past the buffer")
             last = ik[-1] if ik else (U, 0)
             uniform_addr = last[0] == U or (last[0] == A and last[1] == 0)
             if not uniform_addr and last[1] != 1:
@@ -114,6 +130,20 @@ def _analyse(loop):
             if isinstance(op, (AddIOp, SubIOp)) and r.type is T.index:
                 sa, sb = ins[0][1], ins[1][1]
                 cls[r] = (A, sa + sb if isinstance(op, AddIOp) else sa - sb)
+                continue
+            if isinstance(op, SelectOp) and r.type is T.index and of(op.operands[0])[0] == U:
+                (ka, sa), (kb, sb) = ins[1], ins[2]
+                if ka == A and kb == A and sa == sb:
+                    cls[r] = (A, sa)
+                    continue
+                for (k, st), other in (((ka, sa), op.operands[2]), ((kb, sb), op.operands[1])):
+                    b = const_int(other)
+                    if k == A and b is not None and of(other)[0] == U:
+                        cls[r] = (A, st)
+                        clamped[r] = b
+                        break
+                else:
+                    raise _Reject("index arithmetic")
                 continue
             if isinstance(op, MulIOp) and r.type is T.index:
                 (ka, sa), (kb, sb) = ins
