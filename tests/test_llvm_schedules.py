@@ -327,3 +327,30 @@ def test_short_last_axis_is_unrolled_not_fused(c):
     assert "te.vectorize %w" in te and "te.unroll %c" in te
     x = randn(2, c, 5, 11)
     np.testing.assert_array_equal(run(k, f, x), x.transpose(0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("n,h,w,c,o,epilogue,flat", [
+    (1, 7, 7, 24, 128, True, True), (2, 5, 9, 16, 144, False, True), (1, 14, 14, 8, 256, True, True),
+    # too few column blocks to leave 6-row tiles ragged over the 49 rows
+    (1, 7, 7, 24, 32, True, False)])
+def test_small_spatial_1x1_conv_is_a_gemm_over_the_flattened_rows(n, h, w, c, o, epilogue, flat):
+    """A 1x1 NHWC conv at a short width: the GEMM tile runs over h*w (and
+    the batch) flattened, not along w, whose 7 or 9 pixels make short and
+    ragged tiles; a copy stage (inlined into the epilogue) reads it back."""
+    tail = (f"""  %1 = add(%0, %b) : tensor<{n}x{h}x{w}x{o}xf32>
+  %2 = nn.relu(%1) : tensor<{n}x{h}x{w}x{o}xf32>
+  return %2""" if epilogue else "  return %0")
+    text = f"""relay.func @main(%x: tensor<{n}x{h}x{w}x{c}xf32>, %wt: tensor<1x1x{c}x{o}xf32>, %b: tensor<{o}xf32>) -> tensor<{n}x{h}x{w}x{o}xf32> {{
+  %0 = nn.conv2d(%x, %wt) {{kernel_size = [1, 1], data_layout = "NHWC", kernel_layout = "HWIO"}} : tensor<{n}x{h}x{w}x{o}xf32>
+{tail}
+}}"""
+    te, k, f = te_and_kernel(text)
+    # the GEMM over the flattened rows, in 6 x 16 tiles
+    assert (f"tensor<{n * h * w}x{o}xf32>" in te) == flat
+    assert ("te.split %i {factor = 6}" in te and "te.split %j {factor = 16}" in te) == flat
+    x, wt, b = randn(n, h, w, c), randn(1, 1, c, o), randn(o)
+    want = np.einsum("nhwc,co->nhwo", x.astype(np.float64), wt[0, 0].astype(np.float64))
+    if epilogue:
+        want = np.maximum(want + b, 0)
+    got = run(k, f, x, wt, b) if epilogue else run(k, f, x, wt)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -113,22 +113,29 @@ def output_computes(outputs):
 
 def default_schedule(e, outputs, target="llvm"):
     """Append schedule ops to e's block (the te.func body) for `outputs`,
-    tiles sized for `target`'s vector registers."""
-    from .schedules_gemm import gemm_plan, pack_weight, tile_gemm
+    tiles sized for `target`'s vector registers.  A stage the schedule
+    rewrites (flatten_rows) is replaced in the list `outputs` too, which
+    the caller then returns."""
+    from .schedules_gemm import flatten_rows, gemm_plan, pack_weight, tile_gemm
     vu = vector_unit(target)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs = {}, set()
     for c in computes:
         plan = gemm_plan(c, _index_deps(c), vu) if c.reducer is not None else None
+        if plan is None and c.reducer is not None:
+            flat = flatten_rows(e, c, _index_deps(c), vu)
+            if flat is not None:
+                old, (c, copy) = c.results[0], flat
+                outputs[:] = [copy if v is old else v for v in outputs]
+                plan = gemm_plan(c, _index_deps(c), vu)
         if plan is not None:
             _, b_read, kind, mb, nb = plan
             pack = pack_weight(e, c, b_read, nb, kind) if kind else None
             if pack is not None:
                 packs.add(pack)
             gemms[c] = (mb, nb)
-    if packs:
-        computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
+    computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]   # with the stages added
     outs = output_computes(outputs)
     for c in computes:
         if c not in outs and c.reducer is None:
