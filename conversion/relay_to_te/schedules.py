@@ -12,9 +12,12 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
 * an elementwise stage: the outer axes and the outer part of the last axis
   fused into one parallel loop, the last axis split by the vector width
   (16, 8 or 4, whichever divides it first) and vectorized; a last axis no
-  width divides is vectorized whole (LLVM adds the remainder loop);
+  width divides is vectorized whole (LLVM adds the remainder loop); one
+  shorter than 4 is unrolled inside a vectorized loop over the axis
+  before it (_tile_narrow);
 * a *GEMM* (a float sum over one axis of A[.., i, k] * B[.., k, j] or
-  B[.., j, k]: matmul, batch_matmul, dense with enough rows): the
+  B[.., j, k]: matmul, batch_matmul, dense with enough rows, and a 1x1
+  NHWC conv of a short width, as a GEMM over its flattened h*w rows): the
   register-tiled micro-kernel of schedules_gemm.py (B[.., j, k] packed
   into column panels first), with any elementwise epilogue;
 * a *row reduction* (every read that uses a reduce axis indexes its last
@@ -31,7 +34,8 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
   does not depend on some other spatial axis (the output channels of an
   NCHW conv, the width of an NHWC conv), the innermost such axis split by
   16, 8, 7, 6 or 4 and unrolled; the last axis is split by two vectors
-  per row of the tile when that gives more accumulators (tile_shape).
+  per row of the tile when that gives more accumulators and some read is
+  broadcast along the row (tile_shape, wide_rows: not a depthwise conv).
   Tiles are sized to the target's vector registers (VectorUnit: AVX2 has
   16 of 8 floats, of which a tile takes 12; AVX-512 32 of 16, a tile 16).
   The reduction

@@ -29,6 +29,10 @@ GELU) is applied as the tile is copied out.  Column blocks are the outer
 part of the parallel loop, so a column panel of B stays in cache while all
 row blocks use it.
 
+A 1x1 conv in NHWC is this GEMM with rows (n, h, w); where w is short
+(7, 14) a tile along it is small, so flatten_rows first rewrites the conv
+as the GEMM over h*w rows and a copy back to NHWC.
+
 The packing stage runs on every call (a pass over B), so the dense form is
 taken only with MIN_PACK_ROWS rows or more; a dense with a constant weight
 never gets here: --alter-op-layout (run by runtime.build for llvm) turns it
