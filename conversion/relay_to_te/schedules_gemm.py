@@ -213,6 +213,7 @@ def flatten_rows(e, c, deps, vu):
     over the output, which is small where this applies (the output is a
     few hundred kilobytes at 14 x 14 and 7 x 7)."""
     from .schedules import tile_shape
+    from .topi_nn import unravel_flat
     if c.reducer != "sum" or c.rank < 3 or not isinstance(c.tensor_type.element_type, T.FloatType):
         return None
     rank, shape = c.rank, c.tensor_type.shape
@@ -271,15 +272,6 @@ def flatten_rows(e, c, deps, vu):
     c.results[0].replace_all_uses_with(copy)
     c.erase()
     return gop, copy
-
-
-def unravel_flat(e, flat, shape):
-    """The index into `shape` of row-major offset `flat`."""
-    out = []
-    for n in reversed(shape):
-        out.append(e.floormod(flat, n))
-        flat = e.floordiv(flat, n)
-    return out[::-1]
 
 
 def _clone_body(e, c, args):
