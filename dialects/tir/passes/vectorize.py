@@ -21,7 +21,7 @@ read's clamped index, ``select(inside, i, 0)``): then, where the condition
 takes the constant, the lanes read b, b+s, ... instead of b N times, so a
 load may use it as its last index only when those stay inside the
 buffer's last dimension (the value read there is then discarded by the
-guard's select); a store may not use it.  A load with all indices
+guard's select); a store or any arithmetic may not use it.  A load with all indices
 uniform stays a scalar load (when nothing in the loop stores to that
 buffer); arith and intrinsics with a vector operand become the same op on
 ``vector<N>`` types, uniform operands entering through ``tir.broadcast``.
@@ -122,6 +122,10 @@ def _analyse(loop):
             continue
         if isinstance(op, (BarrierOp, AllocOp)) or not op.results:
             raise _Reject(op.name)
+        if any(v in clamped for v in op.operands):
+            # its lanes are b + s*lane only as a load's last index, where the
+            # bound is checked; arithmetic on them would move that unchecked
+            raise _Reject("arithmetic on a clamped index")
         r = op.results[0]
         if kinds <= {U}:
             cls[r] = (U, 0)
