@@ -126,13 +126,15 @@ def default_schedule(e, outputs, target="llvm"):
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs = {}, set()
     for c in computes:
-        plan = gemm_plan(c, _index_deps(c), vu) if c.reducer is not None else None
-        if plan is None and c.reducer is not None:
-            flat = flatten_rows(e, c, _index_deps(c), vu)
-            if flat is not None:
-                old, (c, copy) = c.results[0], flat
-                outputs[:] = [copy if v is old else v for v in outputs]
-                plan = gemm_plan(c, _index_deps(c), vu)
+        if c.reducer is None:
+            continue
+        deps = _index_deps(c)
+        plan = gemm_plan(c, deps, vu)
+        flat = flatten_rows(e, c, deps, vu) if plan is None else None
+        if flat is not None:
+            old, (c, copy) = c.results[0], flat
+            outputs[:] = [copy if v is old else v for v in outputs]
+            plan = gemm_plan(c, _index_deps(c), vu)
         if plan is not None:
             _, b_read, kind, mb, nb = plan
             pack = pack_weight(e, c, b_read, nb, kind) if kind else None
@@ -261,6 +263,11 @@ def _index_deps(c):
     return deps
 
 
+def read_axes(read, deps):
+    """The axes (body-argument positions) any index of te.read `read` uses."""
+    return set().union(*(deps(v) for v in read.indices))
+
+
 def row_reduction(c):
     """Whether `c` reduces along memory: every read whose last index uses a
     reduce axis uses the innermost one there and nothing else, and some
@@ -274,7 +281,7 @@ def row_reduction(c):
         if not isinstance(op, ReadOp) or not op.indices:
             continue
         last = deps(op.indices[-1])
-        uses = set().union(*(deps(v) for v in op.indices))
+        uses = read_axes(op, deps)
         if any(a >= c.rank for a in uses):
             # a reduce axis in an outer index only (batch_matmul's y[b, k, j])
             # strides the vector loop: that is a GEMM, not a row reduction
@@ -412,6 +419,11 @@ def memory_order(c, red):
     return [h for h, f in zip(red, flags) if not f] + [h for h, f in zip(red, flags) if f]
 
 
+def accumulators(rows, width, vu):
+    """Vector registers a register tile of `rows` rows of `width` lanes holds."""
+    return rows * -(-width // vu.lanes)
+
+
 def block_factor(n, per_row, vu):
     """The blocking factor for an axis of extent n when each row of the
     tile takes `per_row` vector registers: the largest of BLOCKS that
@@ -432,7 +444,7 @@ def wide_rows(c):
     deps = _index_deps(c)
     last = c.rank - 1
     for op in c.body.ops:
-        if isinstance(op, ReadOp) and not any(last in deps(v) for v in op.indices):
+        if isinstance(op, ReadOp) and last not in read_axes(op, deps):
             return True
     return False
 

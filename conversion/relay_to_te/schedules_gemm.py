@@ -74,16 +74,8 @@ def gemm_plan(c, deps, vu):
     rank = c.rank
     ia, ja, ka = rank - 2, rank - 1, rank
     args = list(c.body.args)
-    reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
-    if len(reads) != 2 or any(r.guarded for r in reads):
-        return None
-    used = [set().union(*(deps(v) for v in r.indices)) if r.indices else set() for r in reads]
-    for a, b in ((0, 1), (1, 0)):
-        ra, rb = reads[a], reads[b]
-        ua, ub = used[a], used[b]
-        if ja in ua or ia not in ua or ka not in ua or deps(ra.indices[-1]) != {ka}:
-            continue
-        if ia in ub or ja not in ub or ka not in ub:
+    for ra, rb, ua, ub in operand_roles(c, deps, ka):
+        if ia not in ua or ia in ub:
             continue
         idx = list(rb.indices)
         if len(idx) < 2 or any(deps(v) & {ja, ka} for v in idx[:-2]):
@@ -100,6 +92,24 @@ def gemm_plan(c, deps, vu):
             return None
         return (ra, rb, pack) + tile
     return None
+
+
+def operand_roles(c, deps, ka):
+    """The orders (A read, B read, A's axes, B's axes) of `c`'s two
+    unguarded reads that make A the row operand and B the column operand
+    of a GEMM over reduce axis `ka`: A's last index is k alone and A does
+    not use the output's last axis j; B uses j and k.  Which output axes
+    are the rows is left to the caller."""
+    from .schedules import read_axes
+    reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
+    if len(reads) != 2 or any(r.guarded for r in reads):
+        return
+    ja = c.rank - 1
+    used = [read_axes(r, deps) for r in reads]
+    for a, b in ((0, 1), (1, 0)):
+        ua, ub = used[a], used[b]
+        if ka in ua and ja not in ua and deps(reads[a].indices[-1]) == {ka} and {ja, ka} <= ub:
+            yield reads[a], reads[b], ua, ub
 
 
 def gemm_tile(shape, vu):
@@ -200,34 +210,31 @@ def tile_gemm(s, st, mb, nb):
 
 def flatten_rows(e, c, deps, vu):
     """A GEMM whose rows are several output axes (a 1x1 conv in NHWC: rows
-    (h, w), columns o, k the input channels; reduce axes of extent 1
-    aside) and whose last row axis is too short for a full register tile
-    (tile rows of w: 7 x 8 at w = 7 or 14, 4 x 16 at 56, against 6 x 16
-    over h*w): rewrite c as the GEMM over the rows flattened, ::
+    (n, h, w), columns o, k the input channels; reduce axes of extent 1
+    aside) whose last row axis is short (below MAX_FLAT_WIDTH) and makes a
+    smaller register tile than the flattened rows do (tile rows of w: 7 x 8
+    at w = 7 or 14, against 6 x 16 over h*w): rewrite c as the GEMM over
+    the rows flattened, ::
 
         G[b.., i, j] = sum_k c's body at (h, w) = unravel(i)
         C[b.., h, w, j] = G[b.., h * W + w, j]
 
     C (now a copy, inlined into any epilogue) replaces c; returns (G's
-    te.compute, C's value), or None when c is not such a GEMM.  The cost is one pass
-    over the output, which is small where this applies (the output is a
-    few hundred kilobytes at 14 x 14 and 7 x 7)."""
-    from .schedules import tile_shape
+    te.compute, C's value), or None when c is not such a GEMM.  The cost
+    is one pass over the output, which is small where this applies (a few
+    hundred kilobytes at 14 x 14 and 7 x 7)."""
+    from .schedules import accumulators, tile_shape
     from .topi_nn import unravel_flat
     if c.reducer != "sum" or c.rank < 3 or not isinstance(c.tensor_type.element_type, T.FloatType):
         return None
     rank, shape = c.rank, c.tensor_type.shape
     big = [i for i, x in enumerate(c.reduce_extents) if x != 1]
-    reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
-    if len(big) != 1 or len(reads) != 2 or any(r.guarded for r in reads):
+    if len(big) != 1 or shape[-2] >= MAX_FLAT_WIDTH:
         return None
-    ja, ka = rank - 1, rank + big[0]
-    used = [set().union(*(deps(v) for v in r.indices)) if r.indices else set() for r in reads]
-    for ua, ub, ra in ((used[0], used[1], reads[0]), (used[1], used[0], reads[1])):
-        if deps(ra.indices[-1]) == {ka} and ja not in ua and {ja, ka} <= ub:
-            break
-    else:
+    roles = next(operand_roles(c, deps, rank + big[0]), None)
+    if roles is None:
         return None
+    _, _, ua, ub = roles
     rows = []
     for d in range(rank - 2, -1, -1):
         if d not in ua or d in ub:
@@ -235,11 +242,9 @@ def flatten_rows(e, c, deps, vu):
         rows.insert(0, d)
     if len(rows) < 2:
         return None
-    if shape[-2] >= MAX_FLAT_WIDTH:
-        return None
     vf, bf = tile_shape(shape[-1], shape[-2], vu)
     full = gemm_tile((math.prod(shape[d] for d in rows), shape[-1]), vu)
-    if full is None or (bf is not None and bf * -(-vf // vu.lanes) >= full[0] * (full[1] // vu.lanes)):
+    if full is None or (bf is not None and accumulators(bf, vf, vu) >= accumulators(*full, vu)):
         return None
     r0 = rows[0]
     row_shape = [shape[d] for d in rows]
