@@ -62,7 +62,8 @@ def plan_memory(steps, returned, seed_views=None):
     """Plan buffers for `steps`, a list of ``(defines, reads, result, kind)``:
     `defines` is ``[(buffer id, nbytes)]``, `reads` the values read, `result`
     the value the step makes (None for none) and `kind` "kernel" (the result
-    views exactly `defines`) or anything else (it may view its reads).
+    views exactly `defines`), "owned" (it views what `seed_views` says: a
+    loop's own arrays) or anything else (it may view its reads).
     `returned` lists the values the function returns; `seed_views` gives
     the views of values no step makes (inputs, constants: ids that are not
     buffers, so the executor can tell what a returned value may view)."""
@@ -77,6 +78,8 @@ def plan_memory(steps, returned, seed_views=None):
             continue
         if kind == "kernel":
             views[result] = frozenset(b for b, _ in defines)
+        elif kind == "owned":
+            pass   # arrays of the step's own (a loop's): the seed says what it views
         else:
             s = set()
             for v in reads:

@@ -32,6 +32,7 @@ from ..dialects.relay.ops import adt as relay_adt
 from ..dialects.relay.ops import closure as relay_closure
 from ..dialects.relay.ops import control as relay_control
 from ..dialects.relay.ops import function as relay
+from ..dialects.relay.ops import loop as relay_loop
 from ..dialects.tir import ops as tir
 from ..ir import types as T
 from ..ir.attributes import check_constant_size
@@ -42,10 +43,18 @@ _NOT_STRAIGHT = (relay_control.IfOp, relay_adt.MatchOp, relay_closure.FnOp, rela
 
 
 def straight_line(module, f) -> bool:
-    """Whether `f`'s body is one block of ops a Program runs."""
-    if len(f.regions[0].blocks) != 1:
-        return False
-    for op in f.body.ops:
+    """Whether `f`'s body is one block of ops a Program runs: no control
+    flow but counted loops whose bodies are straight-line in turn."""
+    return len(f.regions[0].blocks) == 1 and _straight_block(module, f.body)
+
+
+def _straight_block(module, block) -> bool:
+    for op in block.ops:
+        if isinstance(op, relay_loop.LoopOp):
+            if len(op.regions[0].blocks) != 1 or not _static(op.results[0].type) \
+                    or not _straight_block(module, op.body):
+                return False
+            continue
         if op.regions or isinstance(op, _NOT_STRAIGHT):
             return False
         if isinstance(op, relay.CallOp):
@@ -55,6 +64,40 @@ def straight_line(module, f) -> bool:
         if len(op.results) > 1:
             return False
     return True
+
+
+def _static(t) -> bool:
+    if isinstance(t, T.TupleType):
+        return all(_static(x) for x in t.types)
+    return isinstance(t, T.TensorType) and t.is_static
+
+
+def captured(loop):
+    """The values `loop`'s body (nested regions included) reads from outside it."""
+    inside, out = set(), []
+    for block in _blocks(loop):
+        inside.update(block.args)
+        for op in block.ops:
+            inside.update(op.results)
+    for block in _blocks(loop):
+        for op in block.ops:
+            for v in op.operands:
+                if v not in inside and v not in out:
+                    out.append(v)
+    return out
+
+
+def _blocks(op):
+    for r in op.regions:
+        for b in r.blocks:
+            yield b
+            for inner in b.ops:
+                yield from _blocks(inner)
+
+
+def module_lookup(module, op):
+    """The callee of a relay.call, else None."""
+    return module.lookup(op.attributes["callee"].name) if isinstance(op, relay.CallOp) else None
 
 
 def _shape_text(t):
@@ -102,69 +145,43 @@ class Program:
         from .memory_plan import plan_memory
         self.evaluator = evaluator
         self.lib = lib
-        slot = {}
+        self.module = module
+        slot = self.slot = {}
         for a in f.body.args:
             slot[a] = len(slot)
         self.n_inputs = len(slot)
         seed = {a: frozenset({("input", i)}) for i, a in enumerate(f.body.args)}
-        consts = {}
-        plan_steps = []
-        ops = []
-        bufs = {}       # buffer id -> (shape, numpy dtype)
-        ret = None
-        for op in f.body.ops:
-            if isinstance(op, relay.ReturnOp):
-                ret = op
-                break
-            r = op.results[0]
-            slot[r] = len(slot)
-            reads = list(op.operands)
-            if isinstance(op, relay.ConstantOp):
-                # binding materialises the constant (a splat is one element
-                # until here): past the limit it is an error at the op
-                check_constant_size(r.type, op.loc, f"binding '{op.name}'")
-                a = np.ascontiguousarray(op.compute())
-                if isinstance(r.type, T.TensorType) and r.type.is_static and a.shape != tuple(r.type.shape) \
-                        and a.size == int(np.prod(r.type.shape, dtype=np.int64)):
-                    a = a.reshape(r.type.shape)
-                consts[slot[r]] = as_aligned(a)
-                seed[r] = frozenset({("const", slot[r])})
-                continue
-            callee = module.lookup(op.attributes["callee"].name) if isinstance(op, relay.CallOp) else None
-            if isinstance(callee, tir.FuncOp):
-                defines = []
-                for k, b in enumerate(callee.outputs):
-                    t = b.type
-                    if not t.is_static:
-                        raise _error(f"@{callee.sym_name}: cannot allocate an output of dynamic type {t}")
-                    dt = np.dtype(T.to_numpy_dtype(t.element_type))
-                    bid = (slot[r], k)
-                    bufs[bid] = (tuple(t.shape), dt)
-                    defines.append((bid, int(np.prod(t.shape, dtype=np.int64)) * dt.itemsize))
-                plan_steps.append((defines, reads, r, "kernel"))
-            else:
-                plan_steps.append(([], reads, r, "interpreted"))
-            ops.append((op, callee))
-        if ret is None:
+        self.consts = {}
+        self.bufs = {}       # buffer id -> (shape, numpy dtype)
+        self.owned = []      # arrays of loops (counters, carried state, stacked outputs): fixed addresses
+        self.nested = []     # (loop op, its body's plan)
+        self._profile = None
+        plan_steps, ops, ret = self._collect(f.body, seed)
+        if not isinstance(ret, relay.ReturnOp):
             raise _error(f"@{f.sym_name} has no return")
         plan = plan_memory(plan_steps, list(ret.operands), seed)
         self.plan = plan
-        need, have = sum(plan.block_sizes), available_memory()
+        # one list of blocks: the entry's plan, then each loop body's
+        self.block_of, sizes = dict(plan.block_of), list(plan.block_sizes)
+        for _, p in self.nested:
+            self.block_of.update({b: None if k is None else k + len(sizes) for b, k in p.block_of.items()})
+            sizes += p.block_sizes
+        need, have = sum(sizes), available_memory()
         if have is not None and need > have:   # refuse before the kernel's OOM killer does
             raise _error(f"@{f.sym_name} needs {need} bytes of intermediate buffers, more than the "
                          f"{have} bytes of memory available")
-        self.blocks = [empty_aligned((n,), np.uint8) for n in plan.block_sizes]
+        self.blocks = [empty_aligned((n,), np.uint8) for n in sizes]
         self.template = [None] * len(slot)
-        for k, a in consts.items():
+        for k, a in self.consts.items():
             self.template[k] = a
         self.sinks = {}   # during a run with out=: env slot of a result -> the caller's array
-        self.steps = []
         self.static_steps = []   # what runtime/aot.py compiles: see aot.plan_entry
-        for op, callee in ops:
-            self.steps.append(self._step(op, callee, slot, bufs, consts))
+        self.steps = self._steps(ops)
+        self.blocks += self.owned   # exported like the plan's blocks (runtime/export.py)
         self.returns = [slot[v] for v in ret.operands]
-        # a returned value that may view a constant or an input is copied
-        self.copy_out = [any(isinstance(b, tuple) and b and b[0] in ("const", "input")
+        # a returned value that may view a constant, an input or a loop's own
+        # arrays is copied
+        self.copy_out = [any(isinstance(b, tuple) and b and b[0] in ("const", "input", "owned")
                              for b in plan.views.get(v, ())) for v in ret.operands]
         self.result_specs = [(tuple(v.type.shape), np.dtype(v.type.dtype))
                              if isinstance(v.type, T.TensorType) and v.type.is_static else None
@@ -180,9 +197,115 @@ class Program:
             except NotCompilable as e:
                 self.entry_why, self.entry_why_reported = str(e), e.reported
 
+    def _collect(self, block, seed):
+        """Slots, constants and buffers of `block`'s ops: (memory-plan steps,
+        [(op, callee)], the terminator).  A loop's body is collected and
+        planned on its own (its blocks live while the loop runs); to the
+        enclosing plan the loop is one step reading what its body reads."""
+        from .memory_plan import plan_memory
+        slot, consts, bufs = self.slot, self.consts, self.bufs
+        plan_steps, ops = [], []
+        for op in block.ops:
+            if isinstance(op, (relay.ReturnOp, relay_control.YieldOp)):
+                return plan_steps, ops, op
+            r = op.results[0]
+            slot[r] = len(slot)
+            reads = list(op.operands)
+            if isinstance(op, relay.ConstantOp):
+                # binding materialises the constant (a splat is one element
+                # until here): past the limit it is an error at the op
+                check_constant_size(r.type, op.loc, f"binding '{op.name}'")
+                a = np.ascontiguousarray(op.compute())
+                if isinstance(r.type, T.TensorType) and r.type.is_static and a.shape != tuple(r.type.shape) \
+                        and a.size == int(np.prod(r.type.shape, dtype=np.int64)):
+                    a = a.reshape(r.type.shape)
+                consts[slot[r]] = as_aligned(a)
+                seed[r] = frozenset({("const", slot[r])})
+                continue
+            if isinstance(op, relay_loop.LoopOp):
+                body_seed = {}
+                for a in op.body.args:
+                    slot[a] = len(slot)
+                    body_seed[a] = frozenset({("owned", slot[a])})
+                body_steps, body_ops, y = self._collect(op.body, body_seed)
+                # the yielded values stay live to the end of a step
+                body_steps.append(([], list(y.operands), None, "yield"))
+                self.nested.append((op, plan_memory(body_steps, [], body_seed)))
+                seed[r] = frozenset({("owned", slot[r])})
+                plan_steps.append(([], reads + captured(op), r, "owned"))
+                ops.append((op, body_ops))
+                continue
+            callee = module_lookup(self.module, op)
+            if isinstance(callee, tir.FuncOp):
+                defines = []
+                for k, b in enumerate(callee.outputs):
+                    t = b.type
+                    if not t.is_static:
+                        raise _error(f"@{callee.sym_name}: cannot allocate an output of dynamic type {t}")
+                    dt = np.dtype(T.to_numpy_dtype(t.element_type))
+                    bid = (slot[r], k)
+                    bufs[bid] = (tuple(t.shape), dt)
+                    defines.append((bid, int(np.prod(t.shape, dtype=np.int64)) * dt.itemsize))
+                plan_steps.append((defines, reads, r, "kernel"))
+            else:
+                plan_steps.append(([], reads, r, "interpreted"))
+            ops.append((op, callee))
+        return plan_steps, ops, None
+
+    def _steps(self, ops):
+        return [self._loop_step(op, x) if isinstance(op, relay_loop.LoopOp)
+                else self._step(op, x, self.slot, self.bufs, self.consts) for op, x in ops]
+
+    def _loop_step(self, op, body_ops):
+        """A loop: its carried state, step counter and stacked outputs in
+        arrays of its own; the body's steps run trip_count times."""
+        slot, n, k = self.slot, op.trip_count, len(op.operands)
+        out = slot[op.results[0]]
+        types = op.results[0].type.types
+
+        def own(t):
+            a = empty_aligned(tuple(t.shape), np.dtype(T.to_numpy_dtype(t.element_type)))
+            self.owned.append(a)
+            return a
+        counter = own(op.index.type)
+        carry = [own(t) for t in types[:k]]
+        stacked = [own(t) for t in types[k:]]
+        inits = [slot[v] for v in op.operands]
+        y = op.yield_op()
+        yields = [slot[v] for v in y.operands]
+        index, carried = slot[op.index], [slot[a] for a in op.carried]
+        outer = self.static_steps
+        self.static_steps = []
+        body = self._steps(body_ops)
+        body_static, self.static_steps = self.static_steps, outer
+        self.static_steps.append(("loop", out, n, (index, counter), list(zip(carried, carry)), stacked,
+                                  inits, body_static, yields))
+        state = self
+
+        def run(env):
+            for c, i in zip(carry, inits):
+                np.copyto(c, np.reshape(env[i], c.shape))
+            env[index] = counter
+            profile = state._profile
+            for i in range(n):
+                counter[...] = i
+                for s_, c in zip(carried, carry):
+                    env[s_] = c
+                state._run_steps(body, env, profile)
+                # this step's outputs and next state are read before a carry is
+                # overwritten: a yield may view a carried array
+                for a, s_ in zip(stacked, yields[k:]):
+                    a[i] = env[s_]
+                nxt = [np.array(env[s_]) for s_ in yields[:k]]
+                for c, v in zip(carry, nxt):
+                    np.copyto(c, np.reshape(v, c.shape))
+            env[out] = (*carry, *stacked)
+        shapes = ", ".join(_shape_text(v.type) for v in op.operands) + " -> " + _shape_text(op.results[0].type)
+        return run, None, shapes
+
     def _buffer(self, bid, bufs):
         shape, dt = bufs[bid]
-        blk = self.plan.block_of[bid]
+        blk = self.block_of[bid]
         if blk is None:
             return None
         n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
@@ -309,18 +432,8 @@ class Program:
         env = list(self.template)
         for i, a in enumerate(arrays):
             env[i] = a
-        if profile is None:
-            for run, _, _ in self.steps:
-                run(env)
-        else:
-            clock = time.perf_counter
-            for run, label, shapes in self.steps:
-                if label is None:
-                    run(env)
-                    continue
-                t0 = clock()
-                run(env)
-                profile.add(label[0], clock() - t0, shapes, label[1])
+        self._profile = profile
+        self._run_steps(self.steps, env, profile)
         if out is not None:
             sinks.clear()
             return copy_into(out, [env[k] for k in self.returns])
@@ -329,6 +442,21 @@ class Program:
             v = env[k]
             outs.append(_copy(v) if c else v)
         return outs
+
+    @staticmethod
+    def _run_steps(steps, env, profile):
+        if profile is None:
+            for run, _, _ in steps:
+                run(env)
+            return
+        clock = time.perf_counter
+        for run, label, shapes in steps:
+            if label is None:
+                run(env)
+                continue
+            t0 = clock()
+            run(env)
+            profile.add(label[0], clock() - t0, shapes, label[1])
 
 
 def _copy(v):

@@ -9,7 +9,8 @@
                                                   return %r
                                                 }
 
-so that lowering without --fuse-ops still gives one kernel per op.
+so that lowering without --fuse-ops still gives one kernel per op.  A
+``loop`` stays, and the ops of its body are outlined in turn.
 Constant operands move into the new function with the op (and leave the
 caller when nothing else there uses them).
 """
@@ -33,12 +34,13 @@ def kept_ops():
 
 def outline_loose_ops(module) -> int:
     from ...dialects.relay.ops.function import CallOp, FuncOp, ReturnOp
+    from ...dialects.relay.ops.loop import LoopOp
     keep = kept_ops()
     taken = {op.attributes.get("sym_name") for op in module.body.ops}
     n = 0
     for f in [op for op in module.body.ops if isinstance(op, FuncOp) and "primitive" not in op.attributes]:
-        for op in list(f.body.ops):
-            if isinstance(op, keep) or not op.results:
+        for op in [op for block in _loop_blocks(f.body) for op in list(block.ops)]:
+            if isinstance(op, keep) or isinstance(op, LoopOp) or not op.results:
                 continue
             name = unique_name(taken, "fused_" + op.name[len("relay."):].replace(".", "_"))
             taken.add(name)
@@ -58,7 +60,7 @@ def outline_loose_ops(module) -> int:
                          [Region([body])], op.loc)
             module.body.insert_before(f, new)
             call = CallOp(args, [r.type for r in op.results], {"callee": SymbolRef(name)}, (), op.loc)
-            f.body.insert_before(op, call)
+            op.parent.insert_before(op, call)
             for old, r in zip(op.results, call.results):
                 r.name = old.name
                 old.replace_all_uses_with(r)
@@ -68,6 +70,15 @@ def outline_loose_ops(module) -> int:
                     v.defining_op().erase()
             n += 1
     return n
+
+
+def _loop_blocks(block):
+    """`block` and the bodies of the loops in it, nested ones included."""
+    from ...dialects.relay.ops.loop import LoopOp
+    yield block
+    for op in block.ops:
+        if isinstance(op, LoopOp):
+            yield from _loop_blocks(op.body)
 
 
 def _is_constant(v):

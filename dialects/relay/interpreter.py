@@ -15,6 +15,8 @@ Algorithm: each block runs forward in SSA order with an environment
 * ``relay.call`` / ``call %f`` -> the callee's body, in a new environment
   (a closure's starts from the values it captured);
 * ``relay.if``        -> the branch the scalar condition picks;
+* ``relay.loop``      -> the body trip_count times, carried values threaded
+                         through, per-step outputs stacked (np.stack);
 * ``relay.match``     -> the first arm whose pattern matches, its binders bound;
 * ``relay.fn``        -> a Closure holding the values its body uses from outside;
 * ``relay.return`` / ``relay.yield`` -> the value of the function / region.
@@ -35,12 +37,13 @@ from __future__ import annotations
 from ...ir.diagnostics import DiagnosticError
 from ...ir.lazy import lazy_module
 from ...ir.location import UNKNOWN
-from ...ir.types import TensorType, TupleType
+from ...ir.types import TensorType, TupleType, to_numpy_dtype
 from .ops.base import RelayOp
 from .ops.adt import ConstructOp, MatchOp
 from .ops.closure import CallIndirectOp, FnOp, FuncRefOp
 from .ops.control import IfOp, TupleGetItemOp, TupleOp, YieldOp
 from .ops.function import CallOp, ConstantOp, FuncOp, ReturnOp
+from .ops.loop import LoopOp
 from .patterns import TUPLE, VAR, WILD, from_attr
 
 np = lazy_module("numpy")
@@ -302,6 +305,21 @@ class Interpreter:
                     env[a] = v
                 out = (yield (self._block(region.blocks[0], env, YieldOp, op), False, op))
                 env[op.results[0]] = conform(op, out[0], op.results[0].type, "yielded")
+            elif isinstance(op, LoopOp):
+                carried, per_step = list(args), []
+                body = op.body
+                for i in range(op.trip_count):
+                    env[op.index] = np.array(i, np.int64)
+                    for a, v in zip(op.carried, carried):
+                        env[a] = v
+                    out = (yield (self._block(body, env, YieldOp, op), False, op))
+                    carried = out[:len(carried)]
+                    per_step.append(out[len(carried):])
+                rt = op.results[0].type
+                stacked = [np.stack([s[j] for s in per_step]) if per_step
+                           else np.zeros(t.shape, to_numpy_dtype(t.element_type))
+                           for j, t in enumerate(rt.types[len(carried):])]
+                env[op.results[0]] = conform(op, (*carried, *stacked), rt, "computed")
             elif isinstance(op, FnOp):
                 env[op.results[0]] = Closure(op, {v: env[v] for v in self._free_values(op)})
             elif isinstance(op, FuncRefOp):
@@ -366,7 +384,7 @@ class Interpreter:
 
 
 # the ops _block runs itself; every other op is evaluate_op's
-_SPECIAL = (CallOp, CallIndirectOp, IfOp, MatchOp, FnOp, FuncRefOp, ConstructOp, TupleOp, TupleGetItemOp)
+_SPECIAL = (CallOp, CallIndirectOp, IfOp, LoopOp, MatchOp, FnOp, FuncRefOp, ConstructOp, TupleOp, TupleGetItemOp)
 
 
 def _project(op, t):

@@ -22,10 +22,11 @@ from .ops.base import RELAY_PREFIX, RelayOp
 from .ops.closure import CallIndirectOp, FnOp, FuncRefOp
 from .ops.control import IfOp, YieldOp, joined_type
 from .ops.function import CallOp, ConstantOp, FuncOp, ReturnOp
+from .ops.loop import LoopOp
 
 GRAMMAR = "relay.lark"
 OP_RULES = ["relay_func", "relay_op", "relay_call", "relay_call_value", "relay_constant", "relay_func_ref",
-            "relay_if", "relay_fn", "relay_adt", "relay_construct", "relay_match"]
+            "relay_if", "relay_fn", "relay_loop", "relay_adt", "relay_construct", "relay_match"]
 
 
 def symbol_name(tok) -> str:
@@ -195,6 +196,37 @@ class Syntax:
             ret = last.operands[0].type if (isinstance(last, ReturnOp)
                                             and len(last.operands) == 1) else T.incomplete
         return self.make_op(FnOp, (), [T.FunctionType(ins, [ret])], attrs or None, [region], tok)
+
+    def relay_loop_carry(self, c):
+        """``relay_loop_carry: "," VALUE "=" VALUE``: a carried value's
+        name in the body and its initial value (read in the outer scope)."""
+        return (c[0], self.use(c[1]))
+
+    def relay_loop_header(self, c):
+        """``relay_loop_header: RELAY_LOOP "(" VALUE "<" INT relay_loop_carry* ")"
+        [":" type]``: the body sees the enclosing scope and ends in ``yield``."""
+        from ...parser.builder import _int_literal
+        tok, index, count = c[0], c[1], _int_literal(self, c[2])
+        carries = [x for x in c[3:] if type(x) is tuple]
+        args = [(index, T.TensorType((), T.i64))] + [(name, v.type) for name, v in carries]
+        self.open_op(terminators={"yield": YieldOp}, args=args)
+        return (tok, count, [v for _, v in carries], _split_type(c, 3))
+
+    def relay_loop(self, c):
+        """``relay_loop: relay_loop_header region``: without a type the
+        result is what the body yields, carried values then stacked outputs."""
+        self.close_op()
+        (tok, count, inits, rtype), region = c
+        op = self.make_op(LoopOp, inits, [T.incomplete], {"trip_count": count}, [region], tok)
+        try:
+            want = op.infer_types()[0]
+            if rtype is not None and want.is_complete and rtype != want:
+                raise op.error(f"result type {rtype} does not match the body's {want}")
+        except DiagnosticError:
+            op.drop_operands()
+            raise
+        op.results = [OpResult(rtype or want, op, 0)]
+        return op
 
     # -- algebraic data types ---------------------------------------------------------
 

@@ -29,8 +29,7 @@ FOLD_ELEMENTS = 1024
 
 # The most node copies one import makes by unrolling, all levels together:
 # each node of a subgraph converted (a Loop or Scan iteration, an If
-# branch), of a function body expanded, and each step of a recurrent layer
-# (per direction, rnn.STEP_COPIES each).  Each Loop / Scan / RNN bounds its
+# branch) and of a function body expanded.  Each Loop / Scan bounds its
 # own count, but nested ones multiply; this bounds the whole import (time
 # ~ model size + this: some 10 to 20 seconds at most).
 MAX_UNROLLED_NODES = 1 << 17

@@ -11,11 +11,12 @@
     image      resize2d, upsampling
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
+    loop       counted loops: carried values, stacked per-step outputs
     closure    fn (closures), call of a function value, a global function as a value
     adt        algebraic data types: relay.adt, constructors, match
     function   relay.func, call, return, constant
 """
 
-from . import (base, function, control, closure, adt, elemwise, nn, conv, pool, norm, reduce,  # noqa: F401
+from . import (base, function, control, loop, closure, adt, elemwise, nn, conv, pool, norm, reduce,  # noqa: F401
                transform, tensor, image, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

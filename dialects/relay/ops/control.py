@@ -66,7 +66,8 @@ class TupleGetItemOp(RelayOp):
 # -- regions that produce a value ---------------------------------------------------
 
 class YieldOp(Operation):
-    """``yield %v``: the value of an ``if`` branch or a ``match`` arm."""
+    """``yield %v``: the value of an ``if`` branch or a ``match`` arm;
+    ``yield %a, %b, ...``: a ``loop`` step's carried values and outputs."""
 
     __slots__ = ()
     name = "relay.yield"
@@ -76,8 +77,8 @@ class YieldOp(Operation):
 
     def verify_(self):
         parent = self.parent_op
-        if parent is None or parent.name not in ("relay.if", "relay.match"):
-            raise self.error("must end an 'if' branch or a 'match' arm")
+        if parent is None or parent.name not in ("relay.if", "relay.match", "relay.loop"):
+            raise self.error("must end an 'if' branch, a 'match' arm or a 'loop' body")
 
     def print_custom(self, p):
         p.write("yield")

@@ -42,10 +42,11 @@ from ..ops.adt import ConstructOp, MatchOp
 from ..ops.base import RelayOp
 from ..ops.closure import CallIndirectOp, FnOp, FuncRefOp
 from ..ops.control import IfOp, YieldOp
+from ..ops.loop import LoopOp
 from ..ops.function import CallOp, FuncOp, ReturnOp
 
 # ops whose declared result may be less precise than the inferred one
-_LANGUAGE_OPS = (IfOp, MatchOp, FnOp, CallIndirectOp, ConstructOp)
+_LANGUAGE_OPS = (IfOp, MatchOp, FnOp, CallIndirectOp, ConstructOp, LoopOp)
 _REFERENCES = (CallOp, FuncRefOp)
 
 
@@ -202,6 +203,11 @@ class _Inferrer:
                     if not a.type.is_complete and t.is_complete:
                         a.type = t
                         self.filled += 1
+        if isinstance(op, LoopOp):
+            for a, v in zip(op.carried, op.operands):
+                if not a.type.is_complete and v.type.is_complete:
+                    a.type = v.type
+                    self.filled += 1
         if isinstance(op, ConstructOp):
             # a written type stands (Nil's cannot be read off its arguments)
             r = op.results[0].type

@@ -1,20 +1,23 @@
 """Control flow: If -> relay's ``if`` with a region per branch; Scan and
-Loop unrolled.
+Loop -> relay's ``loop`` (a counted loop), else unrolled.
 
 A condition known at import time selects its branch, inlined.  Otherwise
 the branches are ONNX subgraphs reading outer tensors by name; each becomes
 a region (which sees the enclosing values) ending in ``yield``.  relay's if
 yields one value, so several outputs travel as a tuple.
 
-relay has no loop, so Scan and Loop are unrolled, as TVM's frontend
-unrolled recurrent layers: a Scan over its static sequence length, a Loop
-over a trip count known at import time (a constant, or a graph input's
-value the backend binds) while a condition known at import time holds.
-The body's scan outputs are stacked; a loop whose condition depends on
-run-time data, or that would run more than MAX_UNROLL iterations (a
-static trip count included), is unsupported, as is a longer scan.  Nested
-loops and scans multiply: every body converted counts against the
-importer's one budget for the whole import (importer.MAX_UNROLLED_NODES).
+A Scan over its static sequence length, and a Loop whose trip count is
+known at import time and whose condition stays true (absent, or a constant
+the body passes through), become one ``loop`` whose body is the ONNX body
+converted once: the step index picks each scan input's slice (``take``),
+per-step outputs are stacked by the loop and moved to their scan axis
+afterwards.  What a loop cannot carry is unrolled instead, with one line
+on stderr saying why: a body whose state changes type from step to step
+(a growing concatenation), or that needs a value known at import time
+that only an unrolled step has (a shape computed from the iteration
+number).  A Loop whose condition depends on run-time data is unsupported.
+Unrolling is bounded: at most MAX_UNROLL steps, and every body converted
+counts against the importer's one budget (importer.MAX_UNROLLED_NODES).
 """
 
 from __future__ import annotations
@@ -108,6 +111,61 @@ def _stack(cx, values, axis):
     return cx.op("stack", *values, axis=axis)
 
 
+def counted_loop(cx, trip, inits, step, names=None):
+    """One relay ``loop`` of `trip` steps carrying `inits`.  `step(i,
+    states)` builds a step's ops in the body (i: the step index, states:
+    the carried block arguments) and returns (next states, per-step
+    outputs).  Returns (final states, per-step outputs stacked on a leading
+    axis of length trip).  A body whose next states do not have the
+    carried types raises DiagnosticError; the loop is not inserted."""
+    from ....dialects.relay.ops.control import YieldOp
+    from ....dialects.relay.ops.loop import LoopOp
+    from ....ir.builder import Builder
+    from ....ir.core import Block, Region
+    outer = cx.builder
+    body = Block([T.TensorType((), T.i64)] + [cx.ttype(v) for v in inits], names)
+    region = Region([body])
+    cx.builder = Builder.at_end(body, outer.loc)
+    try:
+        nxt, outs = step(body.args[0], list(body.args[1:]))
+        body.append(YieldOp([*nxt, *outs], (), None, (), outer.loc))
+        op = LoopOp.build(*inits, loc=outer.loc, regions=[region], trip_count=int(trip))
+        op.verify_()
+    except BaseException:
+        _drop([region])     # its ops' uses of outer values go with it
+        raise
+    finally:
+        cx.builder = outer
+    cx.builder.insert(op)
+    res = op.results[0]
+    k = len(inits)
+    return ([cx.get_item(res, j) for j in range(k)],
+            [cx.get_item(res, k + j) for j in range(len(outs))])
+
+
+def _as_loop(cx, node, build):
+    """(`build()`, None): the node as a relay loop; or (None, why not)."""
+    from ....ir.diagnostics import DiagnosticError
+    try:
+        return build(), None
+    except DiagnosticError as e:
+        return None, e.diagnostics[0].message.splitlines()[0] if e.diagnostics else str(e)
+
+
+def _say_unrolled(node, why):
+    import sys
+    sys.stderr.write(f"tvmd: {node.describe()} is unrolled, not a relay loop: {why}\n")
+
+
+def _move_leading_axis(cx, v, axis):
+    """`v` with its axis 0 moved to `axis` (a stacked scan output to its scan axis)."""
+    if axis == 0:
+        return v
+    rank = cx.rank(v)
+    perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
+    return cx.op("transpose", v, axes=perm)
+
+
 def _scan_counts(cx, node, inputs, m):
     """(n states, k scan outputs) of a Scan with `inputs` (sequence_lens
     left out) and m = num_scan_inputs, checked against its body."""
@@ -146,8 +204,13 @@ def _scan_core(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs):
     if len(lengths) != 1:
         raise cx.error(f"scan inputs have different lengths {sorted(lengths)}")
     length = lengths.pop()
+    looped, why = _as_loop(cx, node, lambda: _scan_loop(cx, node, states, scans, in_axes, in_dirs,
+                                                       out_axes, out_dirs, length))
+    if looped is not None:
+        return looped
     if length > MAX_UNROLL:
-        raise cx.unsupported(f"a scan of {length} steps (unrolled, at most {MAX_UNROLL})")
+        raise cx.unsupported(f"a scan of {length} steps (not a relay loop: {why}; unrolled, at most {MAX_UNROLL})")
+    _say_unrolled(node, why)
     collected = [[] for _ in range(k)]
     for t in range(length):
         slices = [cx.op("take", s, cx.const(length - 1 - t if d else t, T.i64), axis=a)
@@ -164,6 +227,29 @@ def _scan_core(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs):
         axis = norm_axis(cx, out_axes[j], cx.rank(vals[0]) + 1)
         stacked.append(_stack(cx, vals, axis))
     return list(states), stacked
+
+
+def _scan_loop(cx, node, states, scans, in_axes, in_dirs, out_axes, out_dirs, length):
+    """_scan_core as one relay loop: (final states, stacked scan outputs)."""
+    body = node.attr("body")
+    n = len(states)
+
+    def step(i, carried):
+        back = None
+        slices = []
+        for s, a, d in zip(scans, in_axes, in_dirs):
+            if d and back is None:
+                back = cx.op("subtract", cx.const(length - 1, T.i64), i)
+            slices.append(cx.op("take", s, back if d else i, axis=a))
+        outs = cx.importer.convert_subgraph(body, inputs=carried + slices)
+        return outs[:n], outs[n:]
+    finals, stacked = counted_loop(cx, length, list(states), step)
+    outs = []
+    for v, axis, d in zip(stacked, out_axes, out_dirs):
+        if d:
+            v = cx.op("reverse", v, axis=0)
+        outs.append(_move_leading_axis(cx, v, norm_axis(cx, axis, cx.rank(v))))
+    return finals, outs
 
 
 @converter("Scan", 9)
@@ -226,10 +312,17 @@ def loop(cx, node):
     trip = None
     if trip_v is not None:
         trip = int(cx.static_scalar(trip_v, "trip count M"))
-        if trip > MAX_UNROLL and cond_v is None:   # no condition to stop it earlier: say so now
-            raise cx.unsupported(f"a loop of {trip} iterations (unrolled, at most {MAX_UNROLL})")
-    limit = trip if trip is not None else MAX_UNROLL
     cond = cond_v if cond_v is not None else cx.const(True)
+    c0 = cx.static(cond)
+    if trip is not None and c0 is not None and np.asarray(c0).size == 1 and bool(np.asarray(c0).reshape(-1)[0]):
+        looped, why = _as_loop(cx, node, lambda: _loop_loop(cx, node, trip, cond, carried, n))
+        if looped is not None:
+            return looped[0] + looped[1]
+        if trip > MAX_UNROLL and cond_v is None:   # nothing to stop it earlier: say so now
+            raise cx.unsupported(f"a loop of {trip} iterations (not a relay loop: {why}; "
+                                 f"unrolled, at most {MAX_UNROLL})")
+        _say_unrolled(node, why)
+    limit = trip if trip is not None else MAX_UNROLL
     collected = [[] for _ in range(k)]
     i = 0
     while True:
@@ -251,3 +344,18 @@ def loop(cx, node):
     if k and i == 0:
         raise cx.unsupported("a loop that runs no iteration and has scan outputs")
     return carried + [_stack(cx, vals, 0) for vals in collected]
+
+
+def _loop_loop(cx, node, trip, cond, carried, n):
+    """A Loop of `trip` iterations whose condition stays true, as one relay
+    loop: (final carried values, stacked scan outputs)."""
+    import numpy as np
+    body = node.attr("body")
+
+    def step(i, states):
+        outs = cx.importer.convert_subgraph(body, inputs=[i, cond] + states)
+        c = cx.static(outs[0])
+        if c is None or np.asarray(c).size != 1 or not bool(np.asarray(c).reshape(-1)[0]):
+            raise cx.unsupported("its condition may turn false before the trip count")
+        return outs[1:1 + n], outs[1 + n:]
+    return counted_loop(cx, trip, list(carried), step)

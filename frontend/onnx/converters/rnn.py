@@ -1,31 +1,23 @@
-"""Recurrent layers: LSTM, GRU, RNN, unrolled over the static sequence
-length (up to MAX_STEPS) as TVM's frontend did.
+"""Recurrent layers: LSTM, GRU, RNN, each direction one relay ``loop``
+over the static sequence length (TVM's frontend unrolled them).
 
 Per direction the input projection of every time step is one nn.dense over
-the flattened sequence; each step then adds the recurrent projection
-(nn.dense against R), splits the gates and applies the activations.  Y
-stacks the hidden states in time order (num_directions on axis 1), Y_h and
-Y_c are the final states.  ``layout = 1`` (batch first) is transposed in
-and out.  Per-batch sequence lengths shorter than the sequence are
+the flattened sequence, before the loop; each step of the loop then takes
+its row of the projection (``take(%proj, %t)``, t = the step index, or
+seq - 1 - it in reverse), adds the recurrent projection (nn.dense against
+R), splits the gates and applies the activations.  The loop carries the
+states (h, and c for LSTM) and stacks h per step; Y is that stack in time
+order (a reverse direction's is reversed; num_directions on axis 1), Y_h
+and Y_c are the final states.  ``layout = 1`` (batch first) is transposed
+in and out.  Per-batch sequence lengths shorter than the sequence are
 unsupported.
 """
 
 from __future__ import annotations
 
+from ....ir import types as T
 from ..registry import converter
 from .shape import strided_slice
-
-# The longest sequence unrolled.  A step is about twenty relay ops, built in
-# linear time, so this is some 300k ops a direction (seconds to import);
-# beyond it an import is a hang in practice.  Higher than control.MAX_UNROLL
-# because a step is small and real recurrent models run long sequences.
-MAX_STEPS = 16384
-
-# What one step (per direction) counts against the importer's budget of
-# unrolled node copies (importer.MAX_UNROLLED_NODES).  A step builds some
-# twenty relay ops, as long to import as several ONNX nodes; four, so that
-# the longest bidirectional layer (2 x MAX_STEPS) just fits the budget.
-STEP_COPIES = 4
 
 # activations that read alpha / beta, with ONNX's defaults
 _ALPHA_BETA = {"LeakyRelu": (0.01, None), "ThresholdedRelu": (1.0, None), "Elu": (1.0, None),
@@ -94,8 +86,6 @@ class _Layer:
             x = cx.op("transpose", x, axes=(1, 0, 2))
         self.x = x
         self.seq, self.batch, self.input_size = cx.static_shape(x, "input X")
-        if self.seq > MAX_STEPS:
-            raise cx.unsupported(f"a sequence of {self.seq} steps (unrolled, at most {MAX_STEPS})")
         if self.seq == 0:
             raise cx.unsupported("an empty sequence (0 steps)")
         direction = node.attr("direction", "forward")
@@ -125,7 +115,6 @@ class _Layer:
             lv = cx.static(lens)
             if lv is None or (lv != self.seq).any():
                 raise cx.unsupported("sequence_lens shorter than the sequence")
-        cx.importer.charge_unrolled(self.seq * ndir * STEP_COPIES)
 
     def _expect(self, i, what, shape):
         """Input i, when given, has `shape` (it determines every step's ops)."""
@@ -150,19 +139,33 @@ class _Layer:
         return self.part(v, d)
 
     def input_projections(self, d, bias):
-        """X_t W^T (+ bias) for every t, in time order: (batch, gates * hidden) each."""
+        """X_t W^T (+ bias) for every t: (seq, batch, gates * hidden)."""
         cx = self.cx
         w = self.part(self.node.input(1), d)
         flat = cx.op("reshape", self.x, newshape=(self.seq * self.batch, self.input_size))
         proj = cx.op("nn.dense", flat, w)
         if bias is not None:
             proj = cx.op("add", proj, bias)
-        proj = cx.op("reshape", proj, newshape=(self.seq, self.batch, self.gates * self.hidden))
-        if self.seq == 1:
-            return [cx.op("reshape", proj, newshape=(self.batch, self.gates * self.hidden))]
-        # a take per step, not one split: checking each get_item of a
-        # seq-tuple walks the whole tuple type, quadratic in seq
-        return [cx.op("take", proj, cx.const(t, "int64"), axis=0) for t in range(self.seq)]
+        return cx.op("reshape", proj, newshape=(self.seq, self.batch, self.gates * self.hidden))
+
+    def recur(self, d, proj, inits, step):
+        """Direction d as one relay loop over the sequence: `step(x_t,
+        states)` builds one step's ops in the loop body and returns the next
+        states, h first.  Returns (the h of every step in time order,
+        (seq, batch, hidden); the final states)."""
+        from .control import counted_loop
+        cx = self.cx
+        reverse = self.dirs[d] == "reverse"
+
+        def body(t, states):
+            if reverse:
+                t = cx.op("subtract", cx.const(self.seq - 1, "int64"), t)
+            new = step(cx.op("take", proj, t, axis=0), states)
+            return new, [new[0]]
+        finals, (hs,) = counted_loop(cx, self.seq, inits, body, ["t"] + ["h", "c"][:len(inits)])
+        if reverse:
+            hs = cx.op("reverse", hs, axis=0)
+        return hs, finals
 
     def biases(self, d):
         """(W bias, R bias) of direction d, each (gates * hidden), or Nones."""
@@ -186,15 +189,12 @@ class _Layer:
             return v
         return self.cx.op("clip", v, a_min=-float(self.clip), a_max=float(self.clip))
 
-    def order(self, d):
-        return range(self.seq - 1, -1, -1) if self.dirs[d] == "reverse" else range(self.seq)
-
-    def outputs(self, hs_by_dir, finals):
-        """Y (seq, dirs, batch, hidden) and the final states (dirs, batch, hidden)."""
+    def outputs(self, ys, finals):
+        """Y (seq, dirs, batch, hidden) from each direction's (seq, batch,
+        hidden), and the final states (dirs, batch, hidden) from each
+        direction's (batch, hidden)."""
         cx = self.cx
-        per_dir = [cx.op("stack", *hs, axis=0) if len(hs) > 1 else cx.op("expand_dims", hs[0], axis=0)
-                   for hs in hs_by_dir]
-        y = cx.op("stack", *per_dir, axis=1) if len(per_dir) > 1 else cx.op("expand_dims", per_dir[0], axis=1)
+        y = cx.op("stack", *ys, axis=1) if len(ys) > 1 else cx.op("expand_dims", ys[0], axis=1)
         outs = [y]
         for states in finals:
             s = cx.op("stack", *states, axis=0) if len(states) > 1 else cx.op("expand_dims", states[0], axis=0)
@@ -223,10 +223,9 @@ def lstm(cx, node):
         if node.input(7) is not None:
             pp = cx.op("split", layer.part(node.input(7), d), indices_or_sections=3, axis=0)
             peep = [cx.get_item(pp, i) for i in range(3)]
-        hcur, ccur = layer.initial(5, d), layer.initial(6, d)
-        hs = [None] * layer.seq
-        for t in layer.order(d):
-            gates = cx.op("add", xs[t], cx.op("nn.dense", hcur, r))
+        def step(x_t, states, f=f, fa=fa, fb=fb, g=g, ga=ga, gb=gb, h=h, ha=ha, hb=hb, r=r, peep=peep):
+            hcur, ccur = states
+            gates = cx.op("add", x_t, cx.op("nn.dense", hcur, r))
             i, o, fg, c = layer.gate_parts(gates)
             if peep is not None:
                 i = cx.op("add", i, cx.op("multiply", peep[0], ccur))
@@ -238,8 +237,8 @@ def lstm(cx, node):
             if peep is not None:
                 o = cx.op("add", o, cx.op("multiply", peep[1], ccur))
             o = _activation(cx, f, layer.clipped(o), fa, fb)
-            hcur = cx.op("multiply", o, _activation(cx, h, ccur, ha, hb))
-            hs[t] = hcur
+            return [cx.op("multiply", o, _activation(cx, h, ccur, ha, hb)), ccur]
+        hs, (hcur, ccur) = layer.recur(d, xs, [layer.initial(5, d), layer.initial(6, d)], step)
         ys.append(hs)
         hs_final.append(hcur)
         cs_final.append(ccur)
@@ -267,11 +266,10 @@ def gru(cx, node):
             rbp = cx.op("split", rb, indices_or_sections=3, axis=0)
             rb_zr = cx.op("concatenate", cx.get_item(rbp, 0), cx.get_item(rbp, 1), axis=0)
             rb_h = cx.get_item(rbp, 2)
-        hcur = layer.initial(5, d)
-        hs = [None] * layer.seq
-        for t in layer.order(d):
-            xz_r = strided_slice(cx, xs[t], [0], [2 * hdim], [1], [1])
-            xh = strided_slice(cx, xs[t], [2 * hdim], [3 * hdim], [1], [1])
+        def step(x_t, states, f=f, fa=fa, fb=fb, g=g, ga=ga, gb=gb, r_zr=r_zr, r_h=r_h, rb=rb):
+            (hcur,) = states
+            xz_r = strided_slice(cx, x_t, [0], [2 * hdim], [1], [1])
+            xh = strided_slice(cx, x_t, [2 * hdim], [3 * hdim], [1], [1])
             zr = cx.op("add", xz_r, cx.op("nn.dense", hcur, r_zr))
             if rb is not None:
                 zr = cx.op("add", zr, rb_zr)
@@ -289,8 +287,8 @@ def gru(cx, node):
                     pre = cx.op("add", pre, rb_h)
             hh = _activation(cx, g, layer.clipped(pre), ga, gb)
             one_minus_z = cx.op("subtract", cx.scalar(1, z), z)
-            hcur = cx.op("add", cx.op("multiply", one_minus_z, hh), cx.op("multiply", z, hcur))
-            hs[t] = hcur
+            return [cx.op("add", cx.op("multiply", one_minus_z, hh), cx.op("multiply", z, hcur))]
+        hs, (hcur,) = layer.recur(d, xs, [layer.initial(5, d)], step)
         ys.append(hs)
         finals.append(hcur)
     return layer.outputs(ys, [finals])
@@ -307,12 +305,10 @@ def rnn(cx, node):
         bias = cx.op("add", wb, rb) if wb is not None else None
         xs = layer.input_projections(d, bias)
         r = layer.part(node.input(2), d)
-        hcur = layer.initial(5, d)
-        hs = [None] * layer.seq
-        for t in layer.order(d):
-            pre = cx.op("add", xs[t], cx.op("nn.dense", hcur, r))
-            hcur = _activation(cx, f, layer.clipped(pre), fa, fb)
-            hs[t] = hcur
+        def step(x_t, states, f=f, fa=fa, fb=fb, r=r):
+            pre = cx.op("add", x_t, cx.op("nn.dense", states[0], r))
+            return [_activation(cx, f, layer.clipped(pre), fa, fb)]
+        hs, (hcur,) = layer.recur(d, xs, [layer.initial(5, d)], step)
         ys.append(hs)
         finals.append(hcur)
     return layer.outputs(ys, [finals])
