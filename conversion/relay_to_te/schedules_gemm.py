@@ -35,8 +35,10 @@ as the GEMM over h*w rows and a copy back to NHWC.
 
 The packing stage runs on every call (a pass over B), so the dense form is
 taken only with MIN_PACK_ROWS rows or more; a dense with a constant weight
-never gets here: --alter-op-layout (run by runtime.build for llvm) turns it
-into an nn.matmul reading the weight transposed at compile time.
+never gets here: --alter-op-layout (run by runtime.build for llvm) packs
+the weight at compile time into nn.contrib_dense_pack, whose read of B is
+the packed one, ``Bp[.., j / NB, k, j % NB]`` (packed_width), so that no
+stage packs it again.
 """
 
 from __future__ import annotations
@@ -78,9 +80,12 @@ def gemm_plan(c, deps, vu):
         if ia not in ua or ia in ub:
             continue
         idx = list(rb.indices)
+        m, n = shape[-2], shape[-1]
+        if packed_width(idx, args[ja], args[ka]) is not None and not any(deps(v) & {ja, ka} for v in idx[:-3]):
+            tile = gemm_tile(shape, vu)     # B packed already (nn.contrib_dense_pack)
+            return None if tile is None else (ra, rb, None) + tile
         if len(idx) < 2 or any(deps(v) & {ja, ka} for v in idx[:-2]):
             continue
-        m, n = shape[-2], shape[-1]
         if idx[-1] is args[ka] and idx[-2] is args[ja]:
             pack = "nk"
         elif idx[-1] is args[ja]:
@@ -92,6 +97,22 @@ def gemm_plan(c, deps, vu):
             return None
         return (ra, rb, pack) + tile
     return None
+
+
+def packed_width(idx, j, k):
+    """n when a B read's last three indices are (j / n, k, j % n): a weight
+    packed in panels of n columns (nn.contrib_dense_pack), the layout the
+    packing stage makes; else None."""
+    from ...dialects.tir.bounds import const_int
+    if len(idx) < 3 or idx[-2] is not k:
+        return None
+    q, r = idx[-3].defining_op(), idx[-1].defining_op()
+    if q is None or r is None or q.name != "arith.floordivsi" or r.name != "arith.floormodsi":
+        return None
+    if q.operands[0] is not j or r.operands[0] is not j:
+        return None
+    n = const_int(q.operands[1])
+    return n if n is not None and n == const_int(r.operands[1]) else None
 
 
 def operand_roles(c, deps, ka):

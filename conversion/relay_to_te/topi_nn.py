@@ -61,6 +61,26 @@ def dense(e, op, args):
                    name=stage_name(op, "T_dense"))
 
 
+@strategy("nn.contrib_dense_pack")
+def dense_pack(e, op, args):
+    """C[.., j] = sum_k x[.., k] * wp[j / n, k, j % n]: the read a GEMM's
+    packed B is (schedules_gemm.packed_width)."""
+    from ...dialects.relay.ops.nn import packed_width
+    t = out_type(op)
+    x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
+    k, n = x.type.shape[-1], packed_width(op.attributes["weight_layout"])
+    ot = t.element_type
+
+    def body(e, *idx):
+        *i, j, r = idx
+        a = e.cast(e.read(x, list(i) + [r]), ot)
+        b = e.cast(e.read(w, [e.floordiv(j, n), r, e.floormod(j, n)]), ot)
+        return e.binary("mul", a, b)
+    names = (["i"] if t.rank == 2 else [f"i{d}" for d in range(t.rank - 1)]) + ["j"]
+    return compute(e, t, body, reduce=[("k", k)], reducer="sum", names=names,
+                   name=stage_name(op, "T_dense_pack"))
+
+
 # -- convolutions ----------------------------------------------------------------------------
 
 def pad_spatial(e, x, layout, sp, pads, value=0.0):

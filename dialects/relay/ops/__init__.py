@@ -1,7 +1,7 @@
 """Relay operators, one module per family; importing this registers them all.
 
     elemwise   unary, binary broadcast, comparison, logical, where, clip, cast, activations
-    nn         dense, matmul, batch_matmul, bias_add, softmax, dropout, pad, lrn, ...
+    nn         dense, matmul, contrib_dense_pack, batch_matmul, bias_add, softmax, dropout, pad, lrn, ...
     conv       conv1d, conv2d, conv3d, conv2d_transpose
     pool       max/avg pools, global and adaptive pools
     norm       batch_norm, layer_norm, group_norm, instance_norm

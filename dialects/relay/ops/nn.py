@@ -4,6 +4,8 @@
         units (optional, checked against w), out_dtype ("" = the operands')
     %m = nn.matmul(%a, %b) {transpose_b = true}       a: (..., K) or (..., K, M) with transpose_a;
         units, out_dtype, transpose_a = false, transpose_b = false     b: (K, N) or (N, K) with transpose_b
+    %m = nn.contrib_dense_pack(%x, %wp) {weight_layout = "NC32n"}   x: (..., K), wp: (N / n, K, n), the
+        units, out_dtype, weight_layout ("NC{n}n")      weight packed in panels of n output columns
     %m = nn.batch_matmul(%x, %y)                      x: (B, M, K), y: (B, N, K); a batch of 1 broadcasts
         out_dtype, transpose_a = false, transpose_b = true (TVM's defaults)
     %b = nn.bias_add(%d, %bias) {axis = 1}            bias: 1-d, the size of data's axis
@@ -104,6 +106,51 @@ class MatmulOp(RelayOp):
             b = b.T
         acc = accumulation_dtype(dt)
         return np.matmul(a.astype(acc), b.astype(acc)).astype(dt)
+
+
+def packed_width(layout):
+    """n of a packed dense weight layout "NC{n}n" (None: not one)."""
+    import re
+    m = re.fullmatch(r"NC([1-9][0-9]*)n", layout)
+    return int(m.group(1)) if m else None
+
+
+class DensePackOp(RelayOp):
+    """TVM's nn.contrib_dense_pack: dense over a weight packed in panels of
+    n output columns, ``wp[j / n, k, j % n] = w[j, k]`` (layout "NC{n}n"), so
+    that a GEMM reads n contiguous columns per k.  --alter-op-layout makes
+    it from a constant weight, packed at compile time."""
+    __slots__ = ()
+    name = "relay.nn.contrib_dense_pack"
+    OPERANDS = ("data", "weight")
+    ATTRS = {"units": Attr(optional(INT), None), "out_dtype": Attr(STR, ""), "weight_layout": Attr(STR, "NC")}
+    PATTERN = OpPattern.OUT_ELEMWISE_FUSABLE
+
+    def type_relation(self, x, w):
+        tensor_type(self, x)
+        tensor_type(self, w)
+        e = same_dtype(self, x, w)
+        layout = self.attributes["weight_layout"]
+        n = packed_width(layout)
+        if n is None:
+            raise self.error(f"weight_layout must be NC<n>n (panels of n output columns), got '{layout}'")
+        if w.rank != 3 or x.rank < 1:
+            raise self.error(f"expects data of rank >= 1 and a 3-d packed weight (N / n, K, n), got {x} and {w}")
+        if w.shape[2] is not None and w.shape[2] != n:
+            raise self.error(f"weight_layout {layout} packs {n} columns, but the weight's last axis is {w.shape[2]}")
+        if not dims_match(x.shape[-1], w.shape[1]):
+            raise self.error(f"reduction dimensions differ: data has {x.shape[-1]}, weight has {w.shape[1]}")
+        cols = w.shape[0] * n if w.shape[0] is not None else None
+        units = self.attributes.get("units")
+        if units is not None and cols is not None and units != cols:
+            raise self.error(f"units = {units} but the packed weight has {cols} columns")
+        return T.TensorType(x.shape[:-1] + (cols if cols is not None else units,), out_dtype(self, e))
+
+    def compute(self, x, wp):
+        dt = self.results[0].type.dtype
+        acc = accumulation_dtype(dt)
+        w = wp.transpose(1, 0, 2).reshape(wp.shape[1], -1)    # K x N
+        return np.matmul(x.astype(acc), w.astype(acc)).astype(dt)
 
 
 class BatchMatmulOp(RelayOp):

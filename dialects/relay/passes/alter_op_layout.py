@@ -1,103 +1,152 @@
 """--alter-op-layout: give constant weights the layout the llvm kernels read
 fastest (the dense half of TVM's AlterOpLayout for x86).
 
-    %y = nn.dense(%x, %w)              %w: relay.constant N x K, x with M >= 4 rows
+    %y = nn.dense(%x, %w)              %w: relay.constant N x K, x with M >= 16 rows, n | N
+      =>
+    %y = nn.contrib_dense_pack(%x, %wp) {weight_layout = "NC32n"}
+                                       %wp: relay.constant N/n x K x n, wp[jo, k, ji] = w[jo * n + ji, k]
+
+    %y = nn.dense(%x, %w)              x with 4 <= M < 16 rows (or n does not divide N)
       =>
     %y = nn.matmul(%x, %wt)            %wt: relay.constant K x N (w transposed, here)
 
-nn.dense reads its weight along k; a GEMM schedule wants a vector of output
-columns (j) per k, i.e. the weight as K x N.  Done on the constant at
-compile time, the transpose costs nothing per run (the kernel would
-otherwise pack N x K weights on every call).  A dense with fewer rows (a
-matrix-vector product: one dot product per output, contiguous in k) keeps
-its layout.  Run it after fold-constant (weights must be constants) and
-before fuse-ops; runtime/build.py does so for llvm targets at -O3.
+A GEMM schedule wants, per k, a vector of n adjacent output columns (j),
+read from contiguous memory: the weight packed in panels of n columns, each
+panel K x n.  Done on the constant at compile time, the packing costs
+nothing per run; otherwise the kernel packs the weight on every call (a pass
+over it: for BERT's 768 x 3072 weights, 19 MB of traffic per call).  n is
+the GEMM tile's width (schedules_gemm.gemm_tile: two vectors of the target,
+or one where two do not divide N); option pack-width fixes it (0: from the
+host's vector registers).  With fewer rows the product is a matrix-vector
+one, which keeps the weight K x N (a contiguous row of columns per k) or,
+below 4 rows, N x K (one dot product per output, contiguous in k).
+``nn.matmul`` with a constant second operand (not transpose_a) is treated
+as the dense it is.  Run it after fold-constant (weights must be
+constants) and before fuse-ops; runtime/build.py does so for llvm targets
+at -O3.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
+from ....ir.pass_manager import ModulePass, option
 from . import defining_constant, erase_if_dead, relay_functions
-from ..ops.nn import DenseOp
+from ..ops.nn import DenseOp, MatmulOp
 
-MIN_ROWS = 4
+MIN_ROWS = 4          # below: a dot product per output, the weight N x K as it is
+MIN_PACK_ROWS = 16    # from here: the GEMM tile, the weight packed (schedules_gemm.MIN_PACK_ROWS)
 
 
 @dataclass
 class AlterOpLayout(ModulePass):
-    """Transpose constant dense weights for the llvm GEMM schedule (dense -> matmul).
+    """Pack constant dense/matmul weights for the llvm GEMM schedule.
 
-    nn.dense with a constant weight and several rows -> nn.matmul with the
-    weight transposed at compile time."""
+    nn.dense (or nn.matmul) with a constant weight: with 16 or more rows,
+    nn.contrib_dense_pack over the weight packed in panels of pack-width
+    columns; with 4 or more, nn.matmul over the weight transposed."""
 
     NAME = "alter-op-layout"
     OP = "relay.func"
+    pack_width: int = option(0, "columns per packed weight panel (0: two vector registers of the host)")
 
     def run(self, module, ctx):
-        n = 0
         for func in relay_functions(module, include_primitive=False):
-            n += self._block(func.regions[0].blocks[0])
-        ctx.stat(self, "dense-to-matmul", n)
+            self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
-        ctx.stat(self, "dense-to-matmul", self._block(func.regions[0].blocks[0]))
+        stats = {"dense-pack": 0, "dense-to-matmul": 0}
+        self._block(func.regions[0].blocks[0], stats)
+        for k, v in stats.items():
+            ctx.stat(self, k, v)
 
-    def _block(self, block):
-        n = 0
-        transposed = {}
+    def _width(self):
+        if self.pack_width > 0:
+            return (self.pack_width,)
+        from ....backend.spec import parse_target
+        lanes = parse_target("llvm").vector_unit().lanes
+        return (2 * lanes, lanes)
+
+    def _block(self, block, stats):
+        made = {}
         dead = []
         for op in list(block.ops):
             for r in op.regions:
                 for b in r.blocks:
-                    n += self._block(b)
-            if not isinstance(op, DenseOp) or not _worth_it(op):
+                    self._block(b, stats)
+            w = _constant_weight(op)
+            if w is None:
                 continue
-            w = defining_constant(op.operands[1])
-            wt = transposed.get(w)
-            if wt is None:
-                wt = _transposed_constant(w)
-                block.insert_before(op, wt)
-                transposed[w] = wt
-            from ..ops.nn import MatmulOp
-            mm = MatmulOp.build(op.operands[0], wt.results[0], loc=op.loc, units=op.attributes.get("units"),
-                                out_dtype=op.attributes.get("out_dtype", ""))
-            block.insert_before(op, mm)
-            mm.results[0].name = op.results[0].name
-            op.results[0].replace_all_uses_with(mm.results[0])
+            rows, (n, _) = _rows(op), _weight_nk(op, w).shape
+            nb = next((c for c in self._width() if n % c == 0), None)
+            if rows >= MIN_PACK_ROWS and nb is not None:
+                kind, key = "dense-pack", ("pack", w, nb)
+            elif rows >= MIN_ROWS and not isinstance(op, MatmulOp):
+                kind, key = "dense-to-matmul", ("t", w)
+            else:
+                continue
+            new_w = made.get(key)
+            if new_w is None:
+                arr = _weight_nk(op, w)
+                arr = arr.reshape(n // nb, nb, -1).transpose(0, 2, 1) if kind == "dense-pack" else arr.T
+                new_w = made[key] = _constant_like(w, arr, f"p{nb}" if kind == "dense-pack" else "t")
+                block.insert_before(op, new_w)
+            attrs = {"units": op.attributes.get("units"), "out_dtype": op.attributes.get("out_dtype", "")}
+            if kind == "dense-pack":
+                from ..ops.nn import DensePackOp
+                new = DensePackOp.build(op.operands[0], new_w.results[0], loc=op.loc,
+                                        weight_layout=f"NC{nb}n", **attrs)
+            else:
+                new = MatmulOp.build(op.operands[0], new_w.results[0], loc=op.loc, **attrs)
+            block.insert_before(op, new)
+            new.results[0].name = op.results[0].name
+            op.results[0].replace_all_uses_with(new.results[0])
             op.erase()
             dead.append(w)
-            n += 1
+            stats[kind] += 1
         erase_if_dead(dead)
-        return n
 
 
-def _worth_it(op):
+def _constant_weight(op):
+    """The constant weight of a float dense, or of a matmul that is one
+    (static shapes, a constant 2-d second operand, no transpose_a)."""
     from ....ir import types as T
+    if isinstance(op, MatmulOp):
+        if op.attributes["transpose_a"]:
+            return None
+    elif not isinstance(op, DenseOp):
+        return None
     x, w = op.operands[0].type, op.operands[1].type
-    if defining_constant(op.operands[1]) is None:
-        return False
-    if not (isinstance(x, T.TensorType) and x.is_static and isinstance(w, T.TensorType) and w.is_static):
-        return False
-    if not T.is_float(w.element_type) or x.rank < 2:
-        return False
+    c = defining_constant(op.operands[1])
+    if c is None or not (isinstance(x, T.TensorType) and x.is_static and isinstance(w, T.TensorType) and w.is_static):
+        return None
+    if not T.is_float(w.element_type) or x.rank < 2 or w.rank != 2:
+        return None
+    return c
+
+
+def _rows(op):
     rows = 1
-    for d in x.shape[:-1]:
+    for d in op.operands[0].type.shape[:-1]:
         rows *= d
-    return rows >= MIN_ROWS
+    return rows
 
 
-def _transposed_constant(c):
+def _weight_nk(op, c):
+    """The weight as N x K (dense's layout), a view."""
+    arr = c.attributes["value"].array
+    return arr.T if isinstance(op, MatmulOp) and not op.attributes["transpose_b"] else arr
+
+
+def _constant_like(c, arr, suffix):
     import numpy as np
     from ....ir import types as T
     from ..ops.function import ConstantOp
+    arr = np.ascontiguousarray(arr)
     attr = c.attributes["value"]
-    arr = np.ascontiguousarray(attr.array.T)
-    t = c.results[0].type
-    key = f"{attr.key}_t" if attr.key else None
-    new = ConstantOp.get(arr, T.TensorType(arr.shape, t.element_type), key, loc=c.loc)
+    key = f"{attr.key}_{suffix}" if attr.key else None
+    new = ConstantOp.get(arr, T.TensorType(arr.shape, c.results[0].type.element_type), key, loc=c.loc)
     name = c.results[0].name
     if name and not name[0].isdigit():
-        new.results[0].name = f"{name}_t"
+        new.results[0].name = f"{name}_{suffix}"
     return new
