@@ -282,6 +282,11 @@ def check(name, ps):
     for engine, fn in engines(name).items():
         got = fn(a.copy(), b.copy())
         eq = same(got, want) | ~ok
+        if name.startswith("powf"):
+            # libm's pow (and LLVM's pow(x, 0.5) -> sqrt) are not correctly
+            # rounded alike: one unit in the last place apart is agreement
+            g, w = np.asarray(got), np.asarray(want)
+            eq |= np.isfinite(w) & (np.abs(g - w) <= np.spacing(np.abs(w).astype(w.dtype)))
         if not eq.all():
             k = int(np.flatnonzero(~eq)[0])
             raise AssertionError(f"{name} in the {engine}: on ({a[k]!r}, {b[k]!r}) gives {got[k]!r}, "

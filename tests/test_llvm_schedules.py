@@ -191,12 +191,13 @@ def test_alter_op_layout_transposes_constant_dense_weights():
     np.testing.assert_allclose(b, (v.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("lead, rows, k, n", [((), 37, 45, 96), ((2,), 19, 33, 48), ((), 16, 768, 64)])
+@pytest.mark.parametrize("lead, rows, k, n", [((), 37, 45, 96), ((2,), 19, 33, 48), ((), 16, 768, 64), ((), 20, 33, 97)])
 def test_alter_op_layout_packs_constant_weights_for_the_gemm(lead, rows, k, n):
     """build(): with 16 rows or more the weight is packed at compile time
     (nn.contrib_dense_pack), the kernel is the GEMM tile reading the panels
     with no packing stage of its own, and the result is numpy's at odd
-    sizes (rows not a multiple of the tile, k odd, n one vector wide)."""
+    sizes (rows not a multiple of the tile, k odd, n one vector wide; n =
+    97, which no panel divides: padded to whole panels, the rest sliced off)."""
     from tvmd.runtime.build import build
     w = randn(n, k)
     cm = build(_dense_text(rows, k, n, w, lead), progress=False)
@@ -206,6 +207,36 @@ def test_alter_op_layout_packs_constant_weights_for_the_gemm(lead, rows, k, n):
     a, b = cm.run(x, v)
     np.testing.assert_allclose(a, (x.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(b, (v.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("cin, cout, h, w", [(24, 64, 7, 9), (3, 96, 13, 5), (16, 40, 6, 6)])
+def test_pointwise_convs_become_packed_dense_and_match_numpy(cin, cout, h, w):
+    """build(): an NCHW 1x1 conv (converted to NHWC) with a constant weight
+    is a packed dense over the NHWC data where the output channels are
+    whole panels (40 are not with AVX-512: it stays a conv), with its bias
+    and relu; the
+    result is numpy's at odd spatial sizes."""
+    from tvmd.runtime.build import build
+    wt = randn(cout, cin, 1, 1)
+    bias = randn(cout)
+    wtext = ", ".join(repr(float(v)) for v in wt.ravel())
+    btext = ", ".join(repr(float(v)) for v in bias)
+    text = f"""relay.func @main(%x: tensor<1x{cin}x{h}x{w}xf32>) -> tensor<1x{cout}x{h}x{w}xf32> {{
+  %w = constant dense<[{wtext}]> : tensor<{cout}x{cin}x1x1xf32>
+  %b = constant dense<[{btext}]> : tensor<{cout}xf32>
+  %0 = nn.conv2d(%x, %w) : tensor<1x{cout}x{h}x{w}xf32>
+  %1 = nn.bias_add(%0, %b) : tensor<1x{cout}x{h}x{w}xf32>
+  %2 = nn.relu(%1) : tensor<1x{cout}x{h}x{w}xf32>
+  return %2
+}}"""
+    cm = build(text, progress=False)
+    from tvmd.backend.spec import parse_target
+    packed = cout % parse_target("llvm").vector_unit().lanes == 0   # a panel of one vector or two
+    assert cm.stats["alter-op-layout"]["conv1x1-pack"] == (1 if packed else 0)
+    x = randn(1, cin, h, w)
+    want = np.einsum("nchw,oc->nohw", x.astype(np.float64), wt[:, :, 0, 0].astype(np.float64))
+    want = np.maximum(want + bias[None, :, None, None], 0)
+    np.testing.assert_allclose(cm.run(x), want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("target", [AVX2, AVX512])

@@ -14,16 +14,22 @@ A GEMM schedule wants, per k, a vector of n adjacent output columns (j),
 read from contiguous memory: the weight packed in panels of n columns, each
 panel K x n.  Done on the constant at compile time, the packing costs
 nothing per run; otherwise the kernel packs the weight on every call (a pass
-over it: for BERT's 768 x 3072 weights, 19 MB of traffic per call).  n is
+over it: for BERT's 768 x 3072 weights, 19 MB of traffic per call).
+Where no panel width divides N (GPT-2's 50257-word LM head), with 64
+columns or more, the weight is padded with zero columns to whole panels and
+a strided_slice drops the extra outputs (the unpacked product of such a
+width ran at 1-2 GFLOP/s: its columns fit no vector tile).  n is
 the GEMM tile's width (schedules_gemm.gemm_tile: two vectors of the target,
 or one where two do not divide N); option pack-width fixes it (0: from the
 host's vector registers).  With fewer rows the product is a matrix-vector
 one, which keeps the weight K x N (a contiguous row of columns per k) or,
 below 4 rows, N x K (one dot product per output, contiguous in k).
 ``nn.matmul`` with a constant second operand (not transpose_a) is treated
-as the dense it is.  Run it after fold-constant (weights must be
-constants) and before fuse-ops; runtime/build.py does so for llvm targets
-at -O3.
+as the dense it is, and so is a 1x1 ``nn.conv2d`` in NHWC (stride 1, no
+padding, one group: the dense of each pixel's channels), which becomes the
+packed dense over the NHWC data as it is (its leading axes are the rows).
+Run it after fold-constant (weights must be constants) and convert-layout,
+and before fuse-ops; runtime/build.py does so for llvm targets at -O3.
 """
 
 from __future__ import annotations
@@ -32,19 +38,22 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass, option
 from . import defining_constant, erase_if_dead, relay_functions
+from ..ops.conv import Conv2DOp
 from ..ops.nn import DenseOp, MatmulOp
 
 MIN_ROWS = 4          # below: a dot product per output, the weight N x K as it is
 MIN_PACK_ROWS = 16    # from here: the GEMM tile, the weight packed (schedules_gemm.MIN_PACK_ROWS)
+MIN_PAD_COLUMNS = 64  # columns no panel width divides are padded to whole panels from here
 
 
 @dataclass
 class AlterOpLayout(ModulePass):
     """Pack constant dense/matmul weights for the llvm GEMM schedule.
 
-    nn.dense (or nn.matmul) with a constant weight: with 16 or more rows,
-    nn.contrib_dense_pack over the weight packed in panels of pack-width
-    columns; with 4 or more, nn.matmul over the weight transposed."""
+    nn.dense (or nn.matmul, or a 1x1 NHWC nn.conv2d) with a constant weight:
+    with 16 or more rows, nn.contrib_dense_pack over the weight packed in
+    panels of pack-width columns; a dense with 4 or more, nn.matmul over
+    the weight transposed."""
 
     NAME = "alter-op-layout"
     OP = "relay.func"
@@ -55,7 +64,7 @@ class AlterOpLayout(ModulePass):
             self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
-        stats = {"dense-pack": 0, "dense-to-matmul": 0}
+        stats = {"dense-pack": 0, "conv1x1-pack": 0, "dense-to-matmul": 0}
         self._block(func.regions[0].blocks[0], stats)
         for k, v in stats.items():
             ctx.stat(self, k, v)
@@ -78,27 +87,45 @@ class AlterOpLayout(ModulePass):
             if w is None:
                 continue
             rows, (n, _) = _rows(op), _weight_nk(op, w).shape
-            nb = next((c for c in self._width() if n % c == 0), None)
+            widths = self._width()
+            nb = next((c for c in widths if n % c == 0), None)
+            pad = 0
+            if nb is None and rows >= MIN_PACK_ROWS and n >= MIN_PAD_COLUMNS and not isinstance(op, Conv2DOp):
+                # (an LM head's 50257 columns): zero columns up to a whole
+                # panel, the extra outputs sliced off after
+                nb = widths[0]
+                pad = -n % nb
             if rows >= MIN_PACK_ROWS and nb is not None:
                 kind, key = "dense-pack", ("pack", w, nb)
-            elif rows >= MIN_ROWS and not isinstance(op, MatmulOp):
+            elif rows >= MIN_ROWS and isinstance(op, DenseOp):
                 kind, key = "dense-to-matmul", ("t", w)
             else:
                 continue
             new_w = made.get(key)
             if new_w is None:
                 arr = _weight_nk(op, w)
-                arr = arr.reshape(n // nb, nb, -1).transpose(0, 2, 1) if kind == "dense-pack" else arr.T
+                if pad:
+                    import numpy as np
+                    arr = np.concatenate([arr, np.zeros((pad, arr.shape[1]), arr.dtype)])
+                arr = arr.reshape((n + pad) // nb, nb, -1).transpose(0, 2, 1) if kind == "dense-pack" else arr.T
                 new_w = made[key] = _constant_like(w, arr, f"p{nb}" if kind == "dense-pack" else "t")
                 block.insert_before(op, new_w)
-            attrs = {"units": op.attributes.get("units"), "out_dtype": op.attributes.get("out_dtype", "")}
-            if kind == "dense-pack":
+            units = n + pad if isinstance(op, Conv2DOp) or pad else op.attributes.get("units")
+            attrs = {"units": units, "out_dtype": op.attributes.get("out_dtype", "")}
+            if isinstance(op, Conv2DOp):
+                kind = "conv1x1-pack"
+            if kind != "dense-to-matmul":
                 from ..ops.nn import DensePackOp
                 new = DensePackOp.build(op.operands[0], new_w.results[0], loc=op.loc,
                                         weight_layout=f"NC{nb}n", **attrs)
             else:
                 new = MatmulOp.build(op.operands[0], new_w.results[0], loc=op.loc, **attrs)
             block.insert_before(op, new)
+            if pad:
+                from ..ops.transform import StridedSliceOp
+                rank = len(op.results[0].type.shape)
+                new = StridedSliceOp.build(new.results[0], loc=op.loc, begin=[0], end=[n], axes=[rank - 1])
+                block.insert_before(op, new)
             new.results[0].name = op.results[0].name
             op.results[0].replace_all_uses_with(new.results[0])
             op.erase()
@@ -108,11 +135,15 @@ class AlterOpLayout(ModulePass):
 
 
 def _constant_weight(op):
-    """The constant weight of a float dense, or of a matmul that is one
-    (static shapes, a constant 2-d second operand, no transpose_a)."""
+    """The constant weight of a float dense, or of a matmul or conv2d that
+    is one (static shapes; matmul: a 2-d second operand, no transpose_a;
+    conv2d: _is_pixel_dense)."""
     from ....ir import types as T
     if isinstance(op, MatmulOp):
         if op.attributes["transpose_a"]:
+            return None
+    elif isinstance(op, Conv2DOp):
+        if not _is_pixel_dense(op):
             return None
     elif not isinstance(op, DenseOp):
         return None
@@ -120,9 +151,24 @@ def _constant_weight(op):
     c = defining_constant(op.operands[1])
     if c is None or not (isinstance(x, T.TensorType) and x.is_static and isinstance(w, T.TensorType) and w.is_static):
         return None
-    if not T.is_float(w.element_type) or x.rank < 2 or w.rank != 2:
+    if not T.is_float(w.element_type) or x.rank < 2 or (w.rank != 2 and not isinstance(op, Conv2DOp)):
         return None
     return c
+
+
+def _is_pixel_dense(op):
+    """A 1x1 conv2d over NHWC data, stride 1, no padding, one group, its
+    output NHWC: each pixel's output channels are a dense of its input
+    channels, and the data's leading axes are the rows."""
+    a = op.attributes
+    w = op.operands[1].type
+    klayout = a["kernel_layout"]
+    if a["data_layout"] != "NHWC" or a["out_layout"] not in ("", "NHWC") or a["groups"] != 1:
+        return False
+    if sorted(klayout) != sorted("HWIO") or not getattr(w, "is_static", False):
+        return False
+    return (tuple(a["strides"]) == (1, 1) and not any(a["padding"])
+            and w.shape[klayout.index("H")] == 1 and w.shape[klayout.index("W")] == 1)
 
 
 def _rows(op):
@@ -135,6 +181,9 @@ def _rows(op):
 def _weight_nk(op, c):
     """The weight as N x K (dense's layout), a view."""
     arr = c.attributes["value"].array
+    if isinstance(op, Conv2DOp):
+        kl = op.attributes["kernel_layout"]
+        return arr.transpose([kl.index(d) for d in "OIHW"])[:, :, 0, 0]
     return arr.T if isinstance(op, MatmulOp) and not op.attributes["transpose_b"] else arr
 
 
