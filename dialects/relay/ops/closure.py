@@ -22,7 +22,6 @@ from __future__ import annotations
 from ....ir import types as T
 from ....ir.attrkinds import SYMBOL
 from ....ir.core import Attr, Operation
-from ....ir.diagnostics import DiagnosticError
 from ....ir.printer import print_symbol
 from ....ir.symbols import lookup_symbol
 from ....ir.traits import PURE
@@ -49,15 +48,9 @@ class FnOp(Operation):
 
     def return_op(self):
         """The body's ``return``, checked to return one value."""
-        body = self.regions[0]
-        if len(body.blocks) != 1:
-            raise self.error("body must be a single block")
-        ret = body.blocks[0].last
-        if ret is None or ret.name != "relay.return":
-            loc = ret.loc if ret is not None else self.loc
-            got = f"'{ret.name}'" if ret is not None else "nothing"
-            raise DiagnosticError(loc, f"the body of a 'fn' must end with 'return', not {got}",
-                                  [(self.loc, "the 'fn' is here")])
+        from .control import ending
+        ret = ending(self, self.regions[0], "relay.return", "body must be a single block",
+                     "the body of a 'fn'", "'fn'")
         if len(ret.operands) != 1:
             raise ret.error(f"returns {len(ret.operands)} values; a 'fn' returns exactly one")
         return ret

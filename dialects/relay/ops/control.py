@@ -94,18 +94,27 @@ def region_terminator(region, want: str):
     return last if last is not None and last.name == want else None
 
 
+def ending(op, region, want: str, single: str, where: str, shown: str):
+    """The terminator of `region` of `op`, checked to be a single block (else
+    the error `single`) ending in op `want`; else an error at its last op
+    saying `where` must end with it, with a note at `op` (`shown`)."""
+    if len(region.blocks) != 1:
+        raise op.error(single)
+    last = region.blocks[0].last
+    if last is None or last.name != want:
+        loc = last.loc if last is not None else op.loc
+        got = f"'{last.name}'" if last is not None else "nothing"
+        raise DiagnosticError(loc, f"{where} must end with '{want.split('.')[-1]}', not {got}",
+                              [(op.loc, f"the {shown} is here")])
+    return last
+
+
 def branch_yields(op, what: str):
     """The ``yield`` of each region of `op`, each checked to yield one value."""
     out = []
     for r in op.regions:
-        if len(r.blocks) != 1:
-            raise op.error(f"each {what} must be a single block")
-        last = r.blocks[0].last
-        if last is None or last.name != "relay.yield":
-            loc = last.loc if last is not None else op.loc
-            got = f"'{last.name}'" if last is not None else "nothing"
-            raise DiagnosticError(loc, f"a {what} of '{op.name}' must end with 'yield', not {got}",
-                                  [(op.loc, f"the '{op.name}' is here")])
+        last = ending(op, r, "relay.yield", f"each {what} must be a single block", f"a {what} of '{op.name}'",
+                      f"'{op.name}'")
         if len(last.operands) != 1:
             raise last.error(f"yields {len(last.operands)} values; a {what} yields exactly one")
         out.append(last)

@@ -30,7 +30,6 @@ from __future__ import annotations
 from ....ir import types as T
 from ....ir.attrkinds import INT
 from ....ir.core import Attr, Operation
-from ....ir.diagnostics import DiagnosticError
 
 
 def loop_result_type(trip_count, carried, steps):
@@ -72,15 +71,9 @@ class LoopOp(Operation):
 
     def yield_op(self):
         """The body's ``yield``, checked to yield the carried values first."""
-        region = self.regions[0]
-        if len(region.blocks) != 1:
-            raise self.error("the body of a 'loop' must be a single block")
-        last = region.blocks[0].last
-        if last is None or last.name != "relay.yield":
-            loc = last.loc if last is not None else self.loc
-            got = f"'{last.name}'" if last is not None else "nothing"
-            raise DiagnosticError(loc, f"the body of a 'loop' must end with 'yield', not {got}",
-                                  [(self.loc, "the 'loop' is here")])
+        from .control import ending
+        last = ending(self, self.regions[0], "relay.yield", "the body of a 'loop' must be a single block",
+                      "the body of a 'loop'", "'loop'")
         k = len(self.operands)
         if len(last.operands) < k:
             raise last.error(f"yields {len(last.operands)} value(s); the 'loop' carries {k}, which come first")
