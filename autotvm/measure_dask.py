@@ -312,7 +312,11 @@ class DaskMeasurer(Measurer):
             job.done.wait(self.poll)
             if fut.status == "finished":
                 try:
-                    return fut.result(timeout=self.no_worker_timeout), None
+                    value = fut.result(timeout=self.no_worker_timeout)
+                    # A worker may have died holding it before the rerun that
+                    # finished: the loss is recorded even though we only look now.
+                    self._collect_losses(job)
+                    return value, None
                 except Exception:   # noqa: BLE001 - lost (or cancelled) since it finished: look again
                     pass
             if job.done.is_set() and fut.status == "pending":

@@ -183,15 +183,22 @@ def test_a_worker_killed_mid_measurement(fresh_cluster):
             errors.append(e)
 
     def kill_while_measuring(want, not_on=(), timeout=90):
-        """Kill the Dask worker timing a config `want` accepts; its index and address."""
+        """Kill the Dask worker timing a config `want` accepts; its index and
+        address.  The worker kills itself after looking at what it times, so
+        that it cannot finish the config between the look and the kill."""
         deadline = time.time() + timeout
         while time.time() < deadline and tuning.is_alive():
             for addr, index in c.client.run(measuring, on_error="ignore").items():
                 if isinstance(index, int) and want(index) and addr not in not_on:
-                    pid = c.client.run(os.getpid, workers=[addr], on_error="ignore").get(addr)
                     c.note_subprocesses()
-                    if isinstance(pid, int):
-                        os.kill(pid, signal.SIGKILL)
+
+                    def shoot(index=index):
+                        if measuring() == index:
+                            os.kill(os.getpid(), signal.SIGKILL)
+                        return measuring()
+
+                    answer = c.client.run(shoot, workers=[addr], on_error="return")
+                    if not isinstance(answer.get(addr), (int, type(None))):   # no answer: it died
                         return index, addr
             time.sleep(0.02)
         pytest.fail("no worker was found measuring")
