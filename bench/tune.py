@@ -22,8 +22,8 @@ against a Dask cluster is bench/tune_cluster.py.
 Kernel figures are GFLOP/s from the tuning records (the kernel alone,
 timed in the isolated runner); model and op latencies go through the
 public API (``build(..., tuning_log=...).run``), medians over runs.  The
-machine's limit: 2 Zen 4 cores x 32 fp32 FLOP/cycle, about 240 GFLOP/s.
-A figure above it is a bug in the measurement.
+machine's limit is read off the machine (bench/machine.py) and printed
+first; a figure above it is a bug in the measurement.
 """
 
 from __future__ import annotations
@@ -36,7 +36,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-LIMIT_GFLOPS = 240.0
+sys.path.insert(0, os.path.dirname(__file__))
+import machine  # noqa: E402
+
+LIMIT_GFLOPS = machine.peak_gflops(2)
 
 
 def median_s(fn, min_seconds=0.3, min_runs=5):
@@ -322,12 +325,12 @@ def main(argv=None):
     os.makedirs(args.log_dir, exist_ok=True)
     os.environ.setdefault("TVMD_NUM_THREADS", "2")
     only = set(args.only.split(","))
+    print(machine.describe(2))
     if "matmul" in only:
         bench_matmul(args)
     if "ops" in only:
         bench_ops(args)
     if "models" in only:
-        sys.path.insert(0, os.path.dirname(__file__))
         bench_models(args)
 
 

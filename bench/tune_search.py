@@ -22,8 +22,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import machine  # noqa: E402
+
+PEAK = machine.peak_gflops()
 TEMPLATES = ["matmul_256", "matmul_512x128", "batch_matmul_8x128", "matmul_split_384", "dense_128x512"]
-PEAK = 240.0    # GFLOP/s fp32 of this machine: 2 Zen 4 cores
 
 
 def load_task(name):

@@ -262,6 +262,53 @@ def test_dense_pack_is_the_gemm_tile_without_a_packing_stage(target):
     np.testing.assert_allclose(run(k, f, x, w, b), want, rtol=1e-4, atol=1e-4)
 
 
+def test_dense_pack_tile_is_its_panel_width_with_ragged_rows():
+    """Panels of 16 columns (two AVX2 vectors), 48 columns: three column
+    blocks, too few to leave the rows serial by choice, and no tile height
+    divides 37 rows.  The tile is still the panel's width (a narrower one
+    would read B through j % 16) with a serial row loop whose last tile is
+    partial; numpy's answer."""
+    w = randn(3, 40, 16)      # N = 48 in panels of 16, K = 40
+    wtext = ", ".join(repr(float(v)) for v in w.ravel())
+    text = f"""relay.func @main(%x: tensor<37x40xf32>) -> tensor<37x48xf32> {{
+  %w = constant dense<[{wtext}]> : tensor<3x40x16xf32>
+  %0 = nn.contrib_dense_pack(%x, %w) {{weight_layout = "NC16n"}} : tensor<37x48xf32>
+  return %0
+}}"""
+    te, k, f = te_and_kernel(text)
+    te = te.split("{-#")[0]
+    assert '"T_dense_pack.cols", [' not in te and "factor = 16}" in te, te   # one choice: the panel
+    assert "te.compute_at" in te and "te.unroll" in te, te
+    x = randn(37, 40)
+    wk = w.transpose(1, 0, 2).reshape(40, 48).astype(np.float64)
+    np.testing.assert_allclose(run(k, f, x, w), x.astype(np.float64) @ wk, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("b, m, k, n, tb, scale", [(3, 37, 20, 53, False, False), (2, 19, 33, 21, True, False),
+                                                   (1, 197, 64, 197, False, True)])
+def test_ragged_gemm_is_padded_to_whole_tiles(b, m, k, n, tb, scale):
+    """Columns no vector divides (a ViT's 197 x 197 attention scores): the
+    GEMM runs over rows and columns padded to whole register tiles (B
+    packed in zero-filled panels, A's row index clamped) and is copied
+    out; with a scale the copy-out is its epilogue.  numpy's answer."""
+    ys = f"{b}x{n}x{k}" if tb else f"{b}x{k}x{n}"
+    out = f"tensor<{b}x{m}x{n}xf32>"
+    body = f"  %0 = nn.batch_matmul(%x, %y) {{transpose_b = {str(tb).lower()}}} : {out}\n"
+    if scale:
+        body += f"  %1 = multiply(%0, %s) : {out}\n  return %1\n"
+    else:
+        body += "  return %0\n"
+    text = (f"relay.func @main(%x: tensor<{b}x{m}x{k}xf32>, %y: tensor<{ys}xf32>, %s: tensor<f32>) -> {out} {{\n"
+            + body + "}")
+    te, kern, f = te_and_kernel(text)
+    assert "_padded" in te and "_packed" in te and "te.unroll" in te and "te.parallel" in te, te
+    x, y, sc = randn(b, m, k), randn(*map(int, ys.split("x"))), np.array(0.5 if scale else 1.0, np.float32)
+    yy = y.transpose(0, 2, 1) if tb else y
+    want = np.matmul(x.astype(np.float64), yy.astype(np.float64)) * float(sc)
+    args = (x, y, sc) if scale else (x, y)
+    np.testing.assert_allclose(run(kern, f, *args), want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("layout, wshape, message", [
     ("NC", (4, 3, 8), "weight_layout must be NC<n>n"),
     ("NC4n", (4, 3, 8), "packs 4 columns, but the weight's last axis is 8"),
@@ -329,6 +376,7 @@ def test_pragma_vectorizes_a_float_reduction():
     (AVX2, 64, 256, (6, 16)),     # 16 column blocks: the rows stay serial, a partial last tile is fine
     (AVX2, 96, 24, (8, 8)),       # 16 does not divide 24: one vector per row, 8 rows
     (AVX512, 96, 64, (8, 32)),    # 8 rows of two 16-lane vectors: 16 of 32 registers
+    (AVX2, 37, 32, (6, 16)),      # two column blocks, and no tile height divides 37: rows serial, partial last tile
 ])
 def test_gemm_register_tile_fits_the_target(target, m, n, tile):
     """The GEMM tile's accumulators fit the target's vector registers; the
@@ -424,8 +472,11 @@ def test_short_last_axis_is_unrolled_not_fused(c):
 
 @pytest.mark.parametrize("n,h,w,c,o,epilogue,flat", [
     (1, 7, 7, 24, 128, True, True), (2, 5, 9, 16, 144, False, True), (1, 14, 14, 8, 256, True, True),
-    # too few column blocks to leave 6-row tiles ragged over the 49 rows
-    (1, 7, 7, 24, 32, True, False)])
+    # 49 rows: 6-row tiles, ragged, serial in each of two column blocks
+    (1, 7, 7, 24, 32, True, True),
+    # 64 rows: two column blocks, so the tile height must divide them (4):
+    # no more accumulators than tiles along w
+    (1, 8, 8, 24, 32, True, False)])
 def test_small_spatial_1x1_conv_is_a_gemm_over_the_flattened_rows(n, h, w, c, o, epilogue, flat):
     """A 1x1 NHWC conv at a short width: the GEMM tile runs over h*w (and
     the batch) flattened, not along w, whose 7 or 9 pixels make short and

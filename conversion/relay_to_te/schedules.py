@@ -118,29 +118,35 @@ def output_computes(outputs):
 def default_schedule(e, outputs, target="llvm"):
     """Append schedule ops to e's block (the te.func body) for `outputs`,
     tiles sized for `target`'s vector registers.  A stage the schedule
-    rewrites (flatten_rows) is replaced in the list `outputs` too, which
+    rewrites (flatten_rows, pad_gemm) is replaced in the list `outputs` too, which
     the caller then returns."""
-    from .schedules_gemm import flatten_rows, gemm_plan, pack_weight, tile_gemm
+    from .schedules_gemm import flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, tile_gemm
     vu = vector_unit(target)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
-    gemms, packs = {}, set()
+    gemms, packs, padded = {}, set(), {}
     for c in computes:
         if c.reducer is None:
             continue
         deps = _index_deps(c)
         plan = gemm_plan(c, deps, vu)
-        flat = flatten_rows(e, c, deps, vu) if plan is None else None
-        if flat is not None:
-            old, (c, copy) = c.results[0], flat
-            outputs[:] = [copy if v is old else v for v in outputs]
+        rewrite = flatten_rows(e, c, deps, vu) if plan is None else None
+        if rewrite is not None:
+            old, (c, copy) = c.results[0], rewrite
             plan = gemm_plan(c, _index_deps(c), vu)
+        elif plan is None:
+            rewrite = pad_gemm(e, c, deps, vu)
+            if rewrite is not None:
+                old, (c, copy, plan) = c.results[0], rewrite
+                padded[c] = copy.type.shape
+        if rewrite is not None:
+            outputs[:] = [copy if v is old else v for v in outputs]
         if plan is not None:
             _, b_read, kind, mb, nb = plan
-            pack = pack_weight(e, c, b_read, nb, kind) if kind else None
+            pack = pack_gemm_operand(e, c, b_read, nb, kind) if kind else None
             if pack is not None:
                 packs.add(pack)
-            gemms[c] = (mb, nb)
+            gemms[c] = (mb, nb, c in padded)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]   # with the stages added
     outs = output_computes(outputs)
     for c in computes:
@@ -153,7 +159,7 @@ def default_schedule(e, outputs, target="llvm"):
     for c in computes:
         if c.reducer is not None and c not in outs:
             if c in gemms:
-                o = pointwise_consumer(c, computes, outs)
+                o = pointwise_consumer(c, computes, outs, padded.get(c))
                 if o is not None and o not in epilogue:
                     epilogue[o] = c
                 else:
@@ -470,11 +476,12 @@ def block_axis(c, vu):
     return None
 
 
-def pointwise_consumer(d, computes, outs):
+def pointwise_consumer(d, computes, outs, shape=None):
     """The one output that reads `d` element for element, through stages
-    that do the same (all of which get inlined); None otherwise."""
+    that do the same (all of which get inlined); None otherwise.  `shape`:
+    theirs, when it is only a corner of d's (a pad_gemm's copy-out)."""
     reach = {d.results[0]}
-    shape = d.tensor_type.shape
+    shape = shape or d.tensor_type.shape
     for x in computes[computes.index(d) + 1:]:
         reads = [op for op in x.body.ops if isinstance(op, ReadOp) and op.tensor in reach]
         if not reads:

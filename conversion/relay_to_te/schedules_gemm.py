@@ -81,8 +81,11 @@ def gemm_plan(c, deps, vu):
             continue
         idx = list(rb.indices)
         m, n = shape[-2], shape[-1]
-        if packed_width(idx, args[ja], args[ka]) is not None and not any(deps(v) & {ja, ka} for v in idx[:-3]):
-            tile = gemm_tile(shape, vu)     # B packed already (nn.contrib_dense_pack)
+        width = packed_width(idx, args[ja], args[ka])
+        if width is not None and not any(deps(v) & {ja, ka} for v in idx[:-3]):
+            # B packed already (nn.contrib_dense_pack): the tile's columns are
+            # its panels (a tile half a panel wide would read B through j % n)
+            tile = gemm_tile(shape, vu, (width,))
             return None if tile is None else (ra, rb, None) + tile
         if len(idx) < 2 or any(deps(v) & {ja, ka} for v in idx[:-2]):
             continue
@@ -133,23 +136,29 @@ def operand_roles(c, deps, ka):
             yield reads[a], reads[b], ua, ub
 
 
-def gemm_tile(shape, vu):
-    """(MB, NB) of the register tile: NB two vectors wide (else one), MB
-    the most of ROWS with MB * NB / lanes accumulators in the registers;
-    the pair with the most accumulators (AVX2's 16 registers: 6 x 16, 12
-    accumulators; AVX-512: 8 x 32, 16).  MB need not divide m when the
-    column blocks (times the batch) are enough parallel work on their own
-    (rows_split_ok): the row loop then stays serial inside, and
-    tir-loop-partition splits its last, partial tile off.  None when nothing
-    fits.  `shape`: the output's, batch axes first."""
+def gemm_tile(shape, vu, widths=None):
+    """(MB, NB) of the register tile: NB two vectors wide (else one; or one
+    of `widths`, a packed weight's panel width), MB the most of ROWS with
+    MB * NB / lanes accumulators in the registers; the pair with the most
+    accumulators (AVX2's 16 registers: 6 x 16, 12 accumulators; AVX-512:
+    8 x 32, 16).  MB need not divide m (when m >= MIN_PACK_ROWS): the row
+    loop then stays serial inside the parallel column blocks (tile_gemm),
+    and tir-loop-partition splits its last, partial tile off.  That is
+    taken when the column blocks (times the batch) are enough parallel
+    work on their own (rows_split_ok), and otherwise only when no MB
+    divides m: fewer parallel tasks, but a register tile all the same (a
+    ViT's 197 rows by 192 columns: 13 GFLOP/s without one).  None when
+    nothing fits.  `shape`: the output's, batch axes first."""
     m, n = shape[-2], shape[-1]
     best, most = None, 0
-    for nb in (2 * vu.lanes, vu.lanes):
+    for nb in widths or (2 * vu.lanes, vu.lanes):
         if n % nb:
             continue
-        per_row = nb // vu.lanes
-        ragged = rows_split_ok(shape, nb) and m >= MIN_PACK_ROWS
-        mb = next((f for f in ROWS if (ragged or m % f == 0) and f * per_row <= vu.accumulators), None)
+        per_row = -(-nb // vu.lanes)
+        fits = [f for f in ROWS if f * per_row <= vu.accumulators]
+        dividing = [f for f in fits if m % f == 0]
+        ragged = fits[:1] if m >= MIN_PACK_ROWS else []
+        mb = next(iter((ragged if rows_split_ok(shape, nb) else []) + dividing + ragged), None)
         if mb is not None and mb * per_row > most:
             best, most = (mb, nb), mb * per_row
     return best
@@ -166,22 +175,26 @@ def rows_split_ok(shape, nb):
     return math.prod(shape[:-2]) * (shape[-1] // nb) >= MIN_COLUMN_TASKS
 
 
-def pack_weight(e, c, b_read, nb, kind):
+def pack_gemm_operand(e, c, b_read, nb, kind):
     """Insert the packing stage Bp before `c` and make `c` read it; returns
-    the packing te.compute.  kind "nk": B[.., j, k]; "kn": B[.., k, j]."""
+    the packing te.compute.  kind "nk": B[.., j, k]; "kn": B[.., k, j].
+    Where c's columns run past B's (pad_gemm), the last panel is
+    zero-filled beyond them."""
     bt = b_read.tensor
     shape = bt.type.shape
     et = bt.type.element_type
     lead = len(shape) - 2
     n, k = (shape[-2], shape[-1]) if kind == "nk" else (shape[-1], shape[-2])
+    padded = c.tensor_type.shape[-1]   # more than n for a pad_gemm: the last panel zero-filled
 
     def body(e, *idx):
         *ld, jo, kk, ji = idx
         j = e.add(e.mul(jo, nb), ji)
-        return e.read(bt, list(ld) + ([j, kk] if kind == "nk" else [kk, j]))
+        inside = e.cmp("lt", j, n) if padded > n else True
+        return e.read(bt, list(ld) + ([j, kk] if kind == "nk" else [kk, j]), inside)
     names = [f"b{d}" for d in range(lead)] + ["jo", "k", "ji"]
     saved = e.block
-    packed = compute(e, T.TensorType(tuple(shape[:-2]) + (n // nb, k, nb), et), body, names=names,
+    packed = compute(e, T.TensorType(tuple(shape[:-2]) + (-(-padded // nb), k, nb), et), body, names=names,
                      name=f"{bt.name or 'weight'}_packed")
     e.at(saved)
     pop = packed.defining_op()
@@ -202,14 +215,14 @@ def pack_weight(e, c, b_read, nb, kind):
     return pop
 
 
-def tile_gemm(s, st, mb, nb):
+def tile_gemm(s, st, mb, nb, padded=False):
     """Tile a stage shaped like the GEMM output: rows by mb (unrolled),
     columns by nb (vectorized), column blocks outermost (a block of B then
     stays in cache while every row block reads it), the reduce axes (for a
     GEMM accumulating in memory) inside the row blocks.  The batch axes and
     column blocks are fused into one parallel loop; the row blocks join it
-    when the columns alone are too little parallel work (then mb divides
-    the rows), else they stay a serial loop inside, which
+    when the columns alone are too little parallel work and mb divides the
+    rows, else they stay a serial loop inside, which
     tir-loop-partition splits when mb does not divide.  Returns the loop
     the tile is computed at (the row-block loop, or the fused one)."""
     from .schedules import BLOCK_CANDIDATES, VECTOR_CANDIDATES, knob
@@ -220,7 +233,7 @@ def tile_gemm(s, st, mb, nb):
     jo, ji = s.split(sp[-1], factor=knob(st.value, "cols", nb, VECTOR_CANDIDATES, shape[-1]))
     io, ii = s.split(sp[-2], factor=knob(st.value, "rows", mb, BLOCK_CANDIDATES, shape[-2]))
     s.reorder(*sp[:-2], jo, io, *red, ii, ji)
-    serial_rows = rows_split_ok(shape, nb)
+    serial_rows = rows_split_ok(shape, nb) or (shape[-2] % mb != 0 and not padded)
     outer = [*sp[:-2], jo] + ([] if serial_rows else [io])
     f = s.fuse(*outer) if len(outer) > 1 else outer[0]
     s.parallel(f)
@@ -298,6 +311,91 @@ def flatten_rows(e, c, deps, vu):
     c.results[0].replace_all_uses_with(copy)
     c.erase()
     return gop, copy
+
+
+def pad_gemm(e, c, deps, vu):
+    """A GEMM that gemm_plan finds no register tile for, because its
+    columns are ragged (n not a multiple of a vector: the 197 x 197 scores
+    of a ViT's attention, 4 GFLOP/s as a plain reduction): rewrite c as the
+    GEMM over rows and columns padded to whole tiles, and a copy back::
+
+        G[b.., i, j] = sum_k A[b.., min(i, m - 1), k] * Bp[b.., j / NB, k, j % NB]
+        C[b.., i, j] = G[b.., i, j]                        (i < m, j < n)
+
+    where Bp packs B in panels of NB columns, the last one zero-filled
+    (pack_gemm_operand), and A's row index is clamped, so that the padded rows
+    read real memory (their results are never copied out).  Every tile of
+    G is then whole; only the copy-out is guarded.  (MB, NB) is the tile
+    with the most accumulators per useful element computed.  C replaces c
+    (inlined into any epilogue); returns (G's te.compute, C's value,
+    G's plan as gemm_plan gives it), or None when c is no such GEMM (fewer
+    than MIN_PACK_ROWS rows or a vector of columns: the reductions'
+    schedules do better there)."""
+    if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2:
+        return None
+    if not isinstance(c.tensor_type.element_type, T.FloatType):
+        return None
+    rank, shape = c.rank, c.tensor_type.shape
+    m, n = shape[-2], shape[-1]
+    if m < MIN_PACK_ROWS or n < vu.lanes:
+        return None
+    ia, ja, ka = rank - 2, rank - 1, rank
+    args = list(c.body.args)
+    for ra, rb, ua, ub in operand_roles(c, deps, ka):
+        idx = list(rb.indices)
+        if ia not in ua or ia in ub or len(idx) < 2 or any(deps(v) & {ja, ka} for v in idx[:-2]):
+            continue
+        if idx[-1] is args[ka] and idx[-2] is args[ja]:
+            kind = "nk"
+        elif idx[-1] is args[ja] and idx[-2] is args[ka]:
+            kind = "kn"
+        else:
+            continue
+        best, score = None, 0.0
+        for nb in (2 * vu.lanes, vu.lanes):
+            per_row = nb // vu.lanes
+            mb = next((f for f in ROWS if f * per_row <= vu.accumulators), None)
+            if mb is None:
+                continue
+            mp, np_ = -(-m // mb) * mb, -(-n // nb) * nb
+            useful = mb * per_row * (m * n) / (mp * np_)
+            if useful > score:
+                best, score = (mb, nb, mp, np_), useful
+        if best is None:
+            return None
+        mb, nb, mp, np_ = best
+        return _pad(e, c, ra, mb, nb, mp, np_, kind)
+    return None
+
+
+def _pad(e, c, a_read, mb, nb, mp, np_, kind):
+    """pad_gemm's rewrite of `c` into G over (mp, np_) and its copy C."""
+    rank, shape = c.rank, c.tensor_type.shape
+    m = shape[-2]
+    name = c.results[0].name or "gemm"
+    reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
+    a_at = reads.index(a_read)
+
+    def gbody(e, *idx):
+        idx = list(idx)
+        if mp > m:   # only A reads the row index (operand_roles)
+            idx[rank - 2] = e.binary("min", e.val(idx[rank - 2]), e.const(m - 1))
+        return _clone_body(e, c, idx)
+    saved = e.block
+    g = compute(e, T.TensorType(tuple(shape[:-2]) + (mp, np_), c.tensor_type.element_type), gbody,
+                reduce=[(c.body.args[rank].name or "k", c.reduce_extents[0])], reducer="sum",
+                names=[f"b{d}" for d in range(rank - 2)] + ["i", "j"], name=f"{name}_padded")
+    copy = compute(e, c.tensor_type, lambda e, *idx: e.read(g, list(idx)),
+                   names=[a.name for a in c.body.args[:rank]], name=name)
+    e.at(saved)
+    gop, cop = g.defining_op(), copy.defining_op()
+    for op in (gop, cop):
+        op.detach()
+        c.parent.insert_before(c, op)
+    c.results[0].replace_all_uses_with(copy)
+    c.erase()
+    g_reads = [op for op in gop.body.ops if isinstance(op, ReadOp)]
+    return gop, copy, (g_reads[a_at], g_reads[1 - a_at], kind, mb, nb)
 
 
 def _clone_body(e, c, args):
