@@ -33,7 +33,9 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
   a read that makes the vector loads (one that depends on the last axis)
   does not depend on some other spatial axis (the output channels of an
   NCHW conv, the width of an NHWC conv), the innermost such axis split by
-  16, 8, 7, 6 or 4 and unrolled; the last axis is split by two vectors
+  16, 8, 7, 6 or 4 and unrolled (when none divides it, the one that covers
+  most of it, the block loop serial and its partial last tile split off
+  by tir-loop-partition); the last axis is split by two vectors
   per row of the tile when that gives more accumulators and some read is
   broadcast along the row (tile_shape, wide_rows: not a depthwise conv).
   Tiles are sized to the target's vector registers (VectorUnit: AVX2 has
@@ -323,7 +325,9 @@ def tile(s, st, block, vu, wide=True):
     """Fuse the outer spatial axes into a parallel loop, vectorize the
     split-off inner part of the last, unroll the inner part of the `block`
     axis; reduce axes go in between.  `wide`: rows of two vectors may pay
-    (tile_shape).  Returns the parallel axis (None for a rank-0 stage)."""
+    (tile_shape).  Returns the loop a tile is computed at: the parallel
+    one, or the serial block loop inside it when the block is ragged
+    (None for a rank-0 stage)."""
     rank = st.rank
     if rank == 0:
         return None
@@ -344,15 +348,19 @@ def tile(s, st, block, vu, wide=True):
         inner = [sp.pop()]    # vectorized whole: LLVM adds the remainder loop
     elif rank > 1 and not red:
         return _tile_narrow(s, sp)
+    # A ragged block loop stays serial, innermost of the outer loops, so
+    # that tir-loop-partition can split its partial last tile off (a guard
+    # inside the fused parallel loop would stay in every tile).
+    serial = [sp.pop(block)] if bf is not None and st.shape[block] % bf else []
     if red or len(inner) > 1:
-        s.reorder(*sp, *memory_order(st.c, red), *inner)
+        s.reorder(*sp, *serial, *memory_order(st.c, red), *inner)
     f = s.fuse(*sp) if len(sp) > 1 else sp[0]
     s.parallel(f)
     if len(inner) > 1:
         s.unroll(inner[0])
     if inner:
         s.vectorize(inner[-1])
-    return f
+    return serial[0] if serial else f
 
 
 def _tile_narrow(s, sp):
@@ -373,7 +381,7 @@ def _tile_narrow(s, sp):
     return f
 
 
-def tile_shape(n_vec, n_block, vu, wide=True):
+def tile_shape(n_vec, n_block, vu, wide=True, ragged=True):
     """(vector width, block factor) of a register tile over a last axis of
     n_vec and a blocked axis of n_block: the one with the most accumulators
     that fit in the registers (rows of two vectors first: half the loads
@@ -381,13 +389,14 @@ def tile_shape(n_vec, n_block, vu, wide=True):
     `wide`: they save loads only when some read is one broadcast per row
     (wide_rows); without one (a depthwise conv) every FMA needs its own
     loads, and the registers are better spent on more rows and the kernel's
-    taps."""
+    taps.  `ragged`: whether a block factor may leave a partial tile
+    (block_factor)."""
     best, most = (vector_factor(n_vec), None), 0
     for vf in (2 * vu.lanes, vu.lanes, vector_factor(n_vec)):
         if not vf or n_vec % vf or (vf > vu.lanes and not wide):
             continue
         per_row = -(-vf // vu.lanes)
-        bf = block_factor(n_block, per_row, vu)
+        bf = block_factor(n_block, per_row, vu, ragged)
         if bf is not None and bf * per_row > most:
             best, most = (vf, bf), bf * per_row
     return best
@@ -430,14 +439,22 @@ def accumulators(rows, width, vu):
     return rows * -(-width // vu.lanes)
 
 
-def block_factor(n, per_row, vu):
+def block_factor(n, per_row, vu, ragged=True):
     """The blocking factor for an axis of extent n when each row of the
     tile takes `per_row` vector registers: the largest of BLOCKS that
-    divides n and keeps the tile within the target's accumulators."""
-    for f in BLOCKS:
-        if n % f == 0 and f * per_row <= vu.accumulators:
+    divides n and keeps the tile within the target's accumulators.  When
+    none divides (the 13, 27 and 55 pixel rows of SqueezeNet) and
+    `ragged`, the one that covers most of n with whole tiles, weighted by
+    its size (13: 6, two tiles and a row; 27 and 55: 8); tile() then leaves
+    the block loop serial, and tir-loop-partition splits the partial last
+    tile off."""
+    fits = [f for f in BLOCKS if f * per_row <= vu.accumulators]
+    for f in fits:
+        if n % f == 0:
             return f
-    return None
+    if not ragged:
+        return None
+    return max((f for f in fits if f < n), key=lambda f: (f * (n // f), f), default=None)
 
 
 def wide_rows(c):

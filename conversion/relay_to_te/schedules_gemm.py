@@ -276,7 +276,7 @@ def flatten_rows(e, c, deps, vu):
         rows.insert(0, d)
     if len(rows) < 2:
         return None
-    vf, bf = tile_shape(shape[-1], shape[-2], vu)
+    vf, bf = tile_shape(shape[-1], shape[-2], vu, ragged=False)
     full = gemm_tile((math.prod(shape[d] for d in rows), shape[-1]), vu)
     if full is None or (bf is not None and accumulators(bf, vf, vu) >= accumulators(*full, vu)):
         return None

@@ -90,7 +90,7 @@ class AlterOpLayout(ModulePass):
             widths = self._width()
             nb = next((c for c in widths if n % c == 0), None)
             pad = 0
-            if nb is None and rows >= MIN_PACK_ROWS and n >= MIN_PAD_COLUMNS and not isinstance(op, Conv2DOp):
+            if nb is None and rows >= MIN_PACK_ROWS and n >= MIN_PAD_COLUMNS:
                 # (an LM head's 50257 columns): zero columns up to a whole
                 # panel, the extra outputs sliced off after
                 nb = widths[0]
