@@ -11,8 +11,9 @@
   (OpenBLAS) timed in the same process, and the hand schedule.
 * ops: conv2d at ResNet-50 shapes and dense at BERT shapes, each a
   one-op model tuned alone: default vs tuned vs numpy (conv: im2col + BLAS).
-* models: the ResNet-style CNN and the BERT layer of bench/models.py,
-  tuned within --time-budget seconds each (default 1200: 20 minutes), then
+* models: ResNet-50 (tvmd/testing/onnx_zoo.py; --quick: one block per
+  stage at 112x112) and the BERT layer of bench/models.py, tuned within
+  --time-budget seconds each (default 1200: 20 minutes), then
   built with the log; latency against onnxruntime at equal threads, before
   and after.
 
@@ -277,7 +278,8 @@ def bench_models(args):
     from tvmd.frontend.onnx import from_onnx
     from tvmd.runtime.build import build
     rng = np.random.default_rng(2)
-    specs = [("resnet", M.resnet_onnx(112 if args.quick else 224)),
+    from tvmd.testing.onnx_zoo import resnet50
+    specs = [("resnet50", resnet50(112 if args.quick else 224, layers=(1, 1, 1, 1) if args.quick else (3, 4, 6, 3))[0]),
              ("bert-layer", M.bert_layer_onnx(seq=32 if args.quick else 128))]
     print(f"\nwhole models, tuned within {args.time_budget:.0f} s each; latency at 2 threads vs onnxruntime")
     print(f"{'model':<12} {'tasks':>5} {'trials':>6} {'tune s':>7} {'ort ms':>8} {'default ms':>10} "

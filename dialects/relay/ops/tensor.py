@@ -177,6 +177,16 @@ class TakeOp(RelayOp):
     ATTRS = {"axis": Attr(optional(INT), None), "batch_dims": Attr(INT, 0),
              "mode": Attr(enum("clip", "wrap", "fast"), "clip")}
     PATTERN = OpPattern.INJECTIVE
+    # with 1-d indices along an axis (a permutation or selection of its
+    # entries) the op follows its data into any layout, its axis renumbered
+    LAYOUT = "axis"
+    AXIS_ATTRS = ("axis",)
+
+    def relayout(self, perm):
+        i = self.operands[1].type
+        if self.attributes.get("axis") is None or self.attributes["batch_dims"] or getattr(i, "rank", None) != 1:
+            return None
+        return super().relayout(perm)
 
     def type_relation(self, x, i):
         tensor_type(self, x)

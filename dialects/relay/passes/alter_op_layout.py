@@ -15,10 +15,11 @@ read from contiguous memory: the weight packed in panels of n columns, each
 panel K x n.  Done on the constant at compile time, the packing costs
 nothing per run; otherwise the kernel packs the weight on every call (a pass
 over it: for BERT's 768 x 3072 weights, 19 MB of traffic per call).
-Where no panel width divides N (GPT-2's 50257-word LM head), with 64
-columns or more, the weight is padded with zero columns to whole panels and
-a strided_slice drops the extra outputs (the unpacked product of such a
-width ran at 1-2 GFLOP/s: its columns fit no vector tile).  n is
+Where no panel width divides N (GPT-2's 50257-word LM head, ShuffleNet's
+58 channels), with 16 columns or more, the weight is padded with zero
+columns to whole panels (pad_width) and a strided_slice drops the extra
+outputs (the unpacked product of such a width ran at 1-5 GFLOP/s: its
+columns fit no vector tile).  n is
 the GEMM tile's width (schedules_gemm.gemm_tile: two vectors of the target,
 or one where two do not divide N); option pack-width fixes it (0: from the
 host's vector registers).  With fewer rows the product is a matrix-vector
@@ -43,7 +44,8 @@ from ..ops.nn import DenseOp, MatmulOp
 
 MIN_ROWS = 4          # below: a dot product per output, the weight N x K as it is
 MIN_PACK_ROWS = 16    # from here: the GEMM tile, the weight packed (schedules_gemm.MIN_PACK_ROWS)
-MIN_PAD_COLUMNS = 64  # columns no panel width divides are padded to whole panels from here
+MIN_PAD_COLUMNS = 16  # columns no panel width divides are padded to whole panels from here
+MAX_PAD_SHARE = 0.125  # the widest panel is taken while it pads at most this share of the columns
 
 
 @dataclass
@@ -91,9 +93,10 @@ class AlterOpLayout(ModulePass):
             nb = next((c for c in widths if n % c == 0), None)
             pad = 0
             if nb is None and rows >= MIN_PACK_ROWS and n >= MIN_PAD_COLUMNS:
-                # (an LM head's 50257 columns): zero columns up to a whole
-                # panel, the extra outputs sliced off after
-                nb = widths[0]
+                # (an LM head's 50257 columns, ShuffleNet's 58 channels):
+                # zero columns up to a whole panel, the extra outputs
+                # sliced off after
+                nb = pad_width(n, widths)
                 pad = -n % nb
             if rows >= MIN_PACK_ROWS and nb is not None:
                 kind, key = "dense-pack", ("pack", w, nb)
@@ -132,6 +135,16 @@ class AlterOpLayout(ModulePass):
             dead.append(w)
             stats[kind] += 1
         erase_if_dead(dead)
+
+
+def pad_width(n, widths):
+    """The panel width for n columns no width divides: the widest (the
+    most accumulators per tile) while its padding stays within
+    MAX_PAD_SHARE of n, else the one that pads least (24 columns: 32 pads
+    8 in one panel, 16 pads 8 as well; 17: 16 pads 15, 32 pads 15)."""
+    if -n % widths[0] <= MAX_PAD_SHARE * n:
+        return widths[0]
+    return min(widths, key=lambda w: (-n % w, -w))
 
 
 def _constant_weight(op):

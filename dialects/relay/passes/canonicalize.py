@@ -26,6 +26,9 @@ Patterns (each keeps the value bit-for-bit, up to the sign of a zero):
   x as it is (dense takes N-d data): FuseOps then sees the dense followed
   directly by its bias and activation, and makes one kernel of them where
   the reshape would have split it in two;
+* ``reshape(transpose(reshape(x, S1), p), x.shape)`` that permutes the
+  entries of one axis (ShuffleNet's channel shuffle) -> ``take`` of a
+  constant permutation along it (a layout-agnostic "axis" op);
 * an op whose operands are all constants -> its value, computed by the
   reference interpreter (as --fold-constant does).
 

@@ -16,7 +16,7 @@ from ..ops.transform import ExpandDimsOp, ReshapeOp, SqueezeOp, TransposeOp
 def shape_patterns(bias_add_to_add=False):
     out = [ReshapeReshape(), NoOp("relay.reshape"), NoOp("relay.transpose"), NoOp("relay.squeeze"),
            NoOp("relay.expand_dims"), TransposeTranspose(), SqueezeExpandDims(), ExpandDimsSqueeze(),
-           CastSame(), ConcatenateOne(), GetItemOfTuple(), DenseOfFlatten()]
+           CastSame(), ConcatenateOne(), GetItemOfTuple(), DenseOfFlatten(), AxisShuffle()]
     if bias_add_to_add:
         out.append(BiasAddToAdd())
     return out
@@ -83,6 +83,52 @@ class TransposeTranspose(RewritePattern):
             rw.replace_op(op, [x])
             return True
         new = _build(rw, op, TransposeOp, x, axes=axes)
+        rw.replace_op(op, [new])
+        return True
+
+
+class AxisShuffle(RewritePattern):
+    """``reshape(transpose(reshape(x, S1), p), S0)`` where S0 is x's shape,
+    S1 splits one axis a of it into factors F (the other axes as they are)
+    and p permutes only those factors -> ``take(x, P, axis=a)`` with the
+    constant permutation P = arange(d_a).reshape(F).transpose(p')
+    .flatten().  This is ShuffleNet's channel shuffle (reshape to (N, G,
+    C/G, H, W), swap the two channel axes, reshape back).  As a take along
+    one axis it is a layout-agnostic "axis" op: convert-layout carries it
+    into NHWC, where the reshape-transpose pair would have been a barrier
+    (two layout transforms per shuffle)."""
+    ROOT = "relay.reshape"
+
+    def match_and_rewrite(self, op, rw) -> bool:
+        import numpy as np
+        from ..ops.function import ConstantOp
+        from ..ops.tensor import TakeOp
+        t = _producer(op.operands[0], TransposeOp)
+        r = _producer(t.operands[0], ReshapeOp) if t is not None else None
+        if r is None:
+            return False
+        x = r.operands[0]
+        s0, s1 = getattr(x.type, "shape", None), r.results[0].type.shape
+        if s0 is None or op.results[0].type != x.type or not x.type.is_static or None in s1:
+            return False
+        s0, s1 = list(s0), list(s1)
+        pre = 0
+        while pre < min(len(s0), len(s1)) and s0[pre] == s1[pre]:
+            pre += 1
+        post = 0
+        while post < min(len(s0), len(s1)) - pre and s0[-1 - post] == s1[-1 - post]:
+            post += 1
+        mid0, mid1 = s0[pre:len(s0) - post], s1[pre:len(s1) - post]
+        if len(mid0) != 1 or len(mid1) < 2 or int(np.prod(mid1)) != mid0[0]:
+            return False
+        p = t.perm(len(s1))
+        inner = range(pre, pre + len(mid1))
+        if any(p[i] != i for i in range(len(s1)) if i not in inner) or sorted(p[i] for i in inner) != list(inner):
+            return False
+        perm = np.arange(mid0[0]).reshape(mid1).transpose([p[i] - pre for i in inner]).ravel()
+        c = ConstantOp.get(perm.astype(np.int64), loc=op.loc)
+        rw.insert_before(op, c)
+        new = _build(rw, op, TakeOp, x, c.results[0], axis=pre, mode="fast")
         rw.replace_op(op, [new])
         return True
 
