@@ -238,6 +238,34 @@ def test_pointwise_convs_become_packed_dense_and_match_numpy(cin, cout, h, w):
     np.testing.assert_allclose(cm.run(x), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("cin, cout, h, w, k, stride", [(13, 64, 9, 11, 3, 1), (8, 48, 10, 7, 3, 2),
+                                                      (3, 32, 12, 12, 7, 2)])
+def test_nhwc_convs_with_constant_weights_read_them_in_output_channel_panels(cin, cout, h, w, k, stride):
+    """build(): an NCHW conv converted to NHWC with a constant weight has
+    it packed at compile time as OHWI{n}o (conv-pack), with its bias and
+    relu; numpy's answer at odd sizes, strides and a 7x7 stem."""
+    from tvmd.runtime.build import build
+    wt, bias = randn(cout, cin, k, k), randn(cout)
+    p = k // 2
+    wtext = ", ".join(repr(float(v)) for v in wt.ravel())
+    btext = ", ".join(repr(float(v)) for v in bias)
+    oh, ow = (h + 2 * p - k) // stride + 1, (w + 2 * p - k) // stride + 1
+    out = f"tensor<1x{cout}x{oh}x{ow}xf32>"
+    text = f"""relay.func @main(%x: tensor<1x{cin}x{h}x{w}xf32>) -> {out} {{
+  %w = constant dense<[{wtext}]> : tensor<{cout}x{cin}x{k}x{k}xf32>
+  %b = constant dense<[{btext}]> : tensor<{cout}xf32>
+  %0 = nn.conv2d(%x, %w) {{strides = [{stride}, {stride}], padding = [{p}, {p}, {p}, {p}]}} : {out}
+  %1 = nn.bias_add(%0, %b) : {out}
+  %2 = nn.relu(%1) : {out}
+  return %2
+}}"""
+    cm = build(text, progress=False)
+    assert cm.stats["alter-op-layout"]["conv-pack"] == 1
+    x = randn(1, cin, h, w)
+    want = conv_nchw_ref(x, wt, p)[:, :, ::stride, ::stride] + bias[None, :, None, None]
+    np.testing.assert_allclose(cm.run(x), np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("target", [AVX2, AVX512])
 def test_dense_pack_is_the_gemm_tile_without_a_packing_stage(target):
     """The packed read wp[j / n, k, j % n] is recognised as a GEMM's B:

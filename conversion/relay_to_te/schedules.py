@@ -174,7 +174,7 @@ def default_schedule(e, outputs, target="llvm"):
             if o is not None and o not in epilogue:
                 epilogue[o] = c
             else:
-                tile(s, Stage(s, c), block_axis(c, vu), vu, wide_rows(c))
+                tile(s, Stage(s, c), block_axis(c, vu), vu, wide_rows(c), columns_outer(c))
     for o in outs:
         anchor = epilogue.get(o)
         if anchor is None and o in gemms:
@@ -192,11 +192,11 @@ def default_schedule(e, outputs, target="llvm"):
             block = block_axis(o, vu)
             if block is not None or (o.rank > 1 and vector_factor(o.tensor_type.shape[-1])):
                 # (unblocked: pooling) the vector accumulator still in a register
-                _tile_cached(s, o, lambda st: tile(s, st, block, vu, wide_rows(o)), block)
+                _tile_cached(s, o, lambda st: tile(s, st, block, vu, wide_rows(o), columns_outer(o)), block)
                 continue
         c = anchor if anchor is not None else o
         block = block_axis(c, vu)
-        f = tile(s, Stage(s, o), block, vu, wide_rows(c))
+        f = tile(s, Stage(s, o), block, vu, wide_rows(c), columns_outer(c))
         if anchor is not None:
             s.compute_at(anchor.results[0], f)
             tile_local(s, Stage(s, anchor), block)
@@ -321,11 +321,12 @@ def _is_float(t):
     return isinstance(t, T.FloatType)
 
 
-def tile(s, st, block, vu, wide=True):
+def tile(s, st, block, vu, wide=True, columns=False):
     """Fuse the outer spatial axes into a parallel loop, vectorize the
     split-off inner part of the last, unroll the inner part of the `block`
     axis; reduce axes go in between.  `wide`: rows of two vectors may pay
-    (tile_shape).  Returns the loop a tile is computed at: the parallel
+    (tile_shape).  `columns`: the vector blocks of the last axis go
+    outermost in the parallel loop (columns_outer).  Returns the loop a tile is computed at: the parallel
     one, or the serial block loop inside it when the block is ragged
     (None for a rank-0 stage)."""
     rank = st.rank
@@ -352,7 +353,10 @@ def tile(s, st, block, vu, wide=True):
     # that tir-loop-partition can split its partial last tile off (a guard
     # inside the fused parallel loop would stay in every tile).
     serial = [sp.pop(block)] if bf is not None and st.shape[block] % bf else []
-    if red or len(inner) > 1:
+    moved = bool(columns and vf and len(sp) > 1)
+    if moved:
+        sp.insert(0, sp.pop())
+    if red or len(inner) > 1 or moved:
         s.reorder(*sp, *serial, *memory_order(st.c, red), *inner)
     f = s.fuse(*sp) if len(sp) > 1 else sp[0]
     s.parallel(f)
@@ -455,6 +459,30 @@ def block_factor(n, per_row, vu, ragged=True):
     if not ragged:
         return None
     return max((f for f in fits if f < n), key=lambda f: (f * (n // f), f), default=None)
+
+
+def columns_outer(c):
+    """Whether the reads of reduction `c` that depend on its last axis (a
+    conv's weights, per output channel) hold more bytes than those that do
+    not (its input): then the vector blocks of the last axis go outermost
+    in the parallel loop, so that each block's slice of the weights stays
+    in cache while every pixel uses it.  Innermost (the default order),
+    the whole weight streams from memory once per row of pixels: ResNet's
+    7x7x512 3x3 conv (9.4 MB of weights, 100 KB of input) ran at 29
+    GFLOP/s."""
+    if c.reducer is None or c.rank < 2:
+        return False
+    deps = _index_deps(c)
+    last = c.rank - 1
+    per_column = other = 0
+    for op in c.body.ops:
+        if isinstance(op, ReadOp) and op.tensor.type.is_static:
+            size = op.tensor.type.num_elements() * op.tensor.type.element_type.bitwidth
+            if last in read_axes(op, deps):
+                per_column += size
+            else:
+                other += size
+    return per_column > other
 
 
 def wide_rows(c):
