@@ -469,6 +469,9 @@ def test_depthwise_conv_rows_are_one_vector():
     te, k, f = te_and_kernel(text)
     assert "%ax3.outer, %ax3.inner = te.split %ax3 {factor = 8}" in te
     assert "%ax2.outer, %ax2.inner = te.split %ax2 {factor = 6}" in te
+    # each tile reads only its own channels: the padding is computed at the
+    # tile (in cache), not in a pass of its own over the input
+    assert "te.compute_at %pad, " in te
     x, w = randn(1, 13, 12, 32), randn(3, 3, 32, 1)
     want = np.zeros((1, 13, 12, 32), np.float64)
     xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))).astype(np.float64)
@@ -479,6 +482,7 @@ def test_depthwise_conv_rows_are_one_vector():
     dense = text.replace("groups = 32, ", "").replace("3x3x32x1", "3x3x32x32").replace('"HWOI"', '"HWIO"')
     te, _, _ = te_and_kernel(dense)
     assert "%ax3.outer, %ax3.inner = te.split %ax3 {factor = 16}" in te
+    assert "te.compute_at %pad, " not in te   # every tile reads every channel: one pass
 
 
 @pytest.mark.parametrize("c", [3, 1])
