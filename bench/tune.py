@@ -10,7 +10,9 @@
   bench/schedules/matmul.te, none of its numbers); against numpy
   (OpenBLAS) timed in the same process, and the hand schedule.
 * ops: conv2d at ResNet-50 shapes and dense at BERT shapes, each a
-  one-op model tuned alone: default vs tuned vs numpy (conv: im2col + BLAS).
+  one-op model with a constant weight (as in a model: the graph passes
+  pack it at compile time) tuned alone: default vs tuned vs numpy (conv:
+  im2col + BLAS).
 * models: ResNet-50 (tvmd/testing/onnx_zoo.py; --quick: one block per
   stage at 112x112) and the BERT layer of bench/models.py, tuned within
   --time-budget seconds each (default 1200: 20 minutes), then
@@ -218,15 +220,28 @@ def _hand_schedule(a, b):
 def conv_text(h, c, o, k, stride=1):
     p = k // 2
     oh = (h + 2 * p - k) // stride + 1
-    return (f"relay.func @main(%x: tensor<1x{c}x{h}x{h}xf32>, %w: tensor<{o}x{c}x{k}x{k}xf32>) "
-            f"-> tensor<1x{o}x{oh}x{oh}xf32> {{\n"
+    return (f"relay.func @main(%x: tensor<1x{c}x{h}x{h}xf32>) -> tensor<1x{o}x{oh}x{oh}xf32> {{\n"
+            f"  %w = constant dense<0.0> : tensor<{o}x{c}x{k}x{k}xf32>\n"
             f"  %0 = nn.conv2d(%x, %w) {{strides = [{stride}, {stride}], padding = [{p}, {p}, {p}, {p}]}} "
             f": tensor<1x{o}x{oh}x{oh}xf32>\n  return %0\n}}\n"), 2 * o * oh * oh * c * k * k
 
 
 def dense_text(m, k, n):
-    return (f"relay.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32> {{\n"
+    return (f"relay.func @main(%x: tensor<{m}x{k}xf32>) -> tensor<{m}x{n}xf32> {{\n"
+            f"  %w = constant dense<0.0> : tensor<{n}x{k}xf32>\n"
             f"  %0 = nn.dense(%x, %w) : tensor<{m}x{n}xf32>\n  return %0\n}}\n"), 2 * m * k * n
+
+
+def with_weight(text, w):
+    """The module of `text` with its one constant (the weight) set to `w`:
+    a model's weights are constants, which the graph passes pack at
+    compile time (printing megabytes of them into the text would be slow)."""
+    from tvmd.ir.attributes import DenseAttr
+    from tvmd.parser import parse_module
+    m = parse_module(text)
+    c = next(op for op in m.lookup("main").body.ops if op.name == "relay.constant")
+    c.attributes["value"] = DenseAttr(w, c.results[0].type)
+    return m
 
 
 def conv_numpy(x, w, stride):
@@ -257,15 +272,17 @@ def bench_ops(args):
     for name, make, kind, stride in ops:
         text, flop = make()
         from tvmd.parser import parse_module
-        types = [a.type for a in parse_module(text).lookup("main").body.args]
-        x, w = (rng.standard_normal(t.shape).astype(np.float32) for t in types)
+        f = parse_module(text).lookup("main")
+        x = rng.standard_normal(f.body.args[0].type.shape).astype(np.float32)
+        wt = next(op for op in f.body.ops if op.name == "relay.constant").results[0].type
+        w = (rng.standard_normal(wt.shape) * 0.1).astype(np.float32)
         ref = (lambda: conv_numpy(x, w, stride)) if kind == "conv" else (lambda: x @ w.T)
         log = os.path.join(args.log_dir, name.replace(" ", "_").replace(">", "") + ".json")
-        tasks, weights, tuners = tune_module(text, log, args.op_trials)
-        default = build(text, progress=False)
-        tuned = build(text, progress=False, tuning_log=log)
-        np.testing.assert_allclose(tuned.run(x, w), ref(), rtol=1e-3, atol=1e-2)
-        t_np, t_d, t_t = (median_s(f)[0] for f in (ref, lambda: default.run(x, w), lambda: tuned.run(x, w)))
+        tasks, weights, tuners = tune_module(with_weight(text, w), log, args.op_trials)
+        default = build(with_weight(text, w), progress=False)
+        tuned = build(with_weight(text, w), progress=False, tuning_log=log)
+        np.testing.assert_allclose(tuned.run(x), ref(), rtol=1e-3, atol=1e-2)
+        t_np, t_d, t_t = (median_s(f)[0] for f in (ref, lambda: default.run(x), lambda: tuned.run(x)))
         main = max(range(len(tasks)), key=lambda i: tuners[i].share)
         print(f"{name:<26} {gflops(flop, t_np):>8.1f} {gflops(flop, t_d):>8.1f} {gflops(flop, t_t):>8.1f} "
               f"{t_d / t_t:>8.2f}x {t_np / t_t:>8.2f}x {gflops(tasks[main].flop, tuners[main].best_cost):>11.1f}")

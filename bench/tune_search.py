@@ -14,6 +14,14 @@ on a quiet machine: the tuners' measurements are what is compared.
 
     python bench/tune_search.py            # 5 tasks, 200 trials, 2 seeds (~30 min)
     python bench/tune_search.py --quick    # 3 tasks, 64 trials, 2 seeds (~3 min)
+    python bench/tune_search.py --replay --seeds 10
+
+--replay takes the noise out: each task's space is measured once, and
+both tuners then run over that table, seed after seed.  Measured live, two
+measurements of one config differ by 5-10% on this shared machine, so
+"95% of the best" is often reached or missed by the noise of a single
+trial (the default config, say); from a table, a config is worth the same
+to both tuners, and the target is 95% of the best config in the space.
 """
 
 from __future__ import annotations
@@ -59,6 +67,113 @@ def run(task, kind, trials, seed, plan_size, feature_type):
     return seen, time.perf_counter() - t0
 
 
+def measure_space(task, limit=None):
+    """{config index: Record} of every config of `task` (the first `limit`
+    of a random order when the space is larger), each measured once."""
+    import random
+    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
+    n = len(task.config_space)
+    order = list(range(n))
+    random.Random(0).shuffle(order)
+    order = sorted(order[:limit]) if limit else order
+    default = task.config_space.default().index
+    if default not in order:
+        order[0] = default
+    table = {}
+    with LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5)) as m:
+        m.ensure_reference(task)
+        for at in range(0, len(order), 32):
+            for r in m.measure(task, order[at:at + 32]):
+                table[r.index] = r
+    return table
+
+
+class ReplayMeasurer:
+    """A measurer that answers from a table measured once (measure_space):
+    every tuner sees the same number for the same config, so two tuners are
+    compared on their search alone, not on the noise of two measurements.
+    A config outside the table is a failed record."""
+
+    n_parallel = 2
+
+    def __init__(self, table):
+        self.table = table
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def close(self):
+        pass
+
+    def ensure_reference(self, task):
+        return None
+
+    def measure(self, task, indices):
+        from tvmd.autotvm.measure import make_record
+        from tvmd.autotvm.record import FAILED_COST, ErrorNo
+        out = []
+        for i in indices:
+            r = self.table.get(i)
+            out.append(r if r is not None else make_record(task, i, [FAILED_COST], ErrorNo.UNKNOWN_ERROR, 0.0,
+                                                           "not in the replay table"))
+        return out
+
+
+def replay(task, table, kind, trials, seed, plan_size, feature_type):
+    """[GFLOP/s of each trial's config] of tuner `kind` answered from `table`."""
+    from tvmd.autotvm.tuner import make_tuner
+    kw = {"plan_size": plan_size, "feature_type": feature_type} if kind == "xgb" else {}
+    tuner = make_tuner(kind, task, seed=seed, **kw)
+    seen = []
+
+    def cb(t, inputs, records):
+        seen.extend(task.flop / r.mean_cost / 1e9 if r.ok else 0.0 for r in records)
+
+    tuner.tune(trials, measurer=ReplayMeasurer(table), callbacks=[cb])
+    return seen
+
+
+def main_replay(a, names, model, base):
+    """--replay: each task's space measured once, then both tuners run
+    from that table with --seeds seeds; the target is 95% of the best
+    config in the table (the space's best when it is measured whole)."""
+    ratios = []
+    print(f"replay: each space measured once (at most {a.space_limit} configs), then {a.seeds} seeds of "
+          f"{model} vs {base}, {a.trials} trials each; target 95% of the table's best")
+    for name in names:
+        task = load_task(name)
+        t0 = time.perf_counter()
+        table = measure_space(task, a.space_limit)
+        g = {i: task.flop / r.mean_cost / 1e9 if r.ok else 0.0 for i, r in table.items()}
+        best = max(g.values())
+        default = g.get(task.config_space.default().index, 0.0)
+        near = sum(1 for v in g.values() if v >= 0.95 * best)
+        print(f"\n{name}: {len(table)} of {len(task.config_space)} configs measured in "
+              f"{time.perf_counter() - t0:.0f} s; best {best:.1f} GFLOP/s ({100 * best / PEAK:.0f}% of peak), "
+              f"default {default:.1f}, {near} config(s) within 95% of the best")
+        if default >= 0.95 * best:
+            print("  the default is within 95% of the best: nothing to search for, not counted")
+            continue
+        to = {model: [], base: []}
+        for seed in range(a.seeds):
+            for k in (model, base):
+                to[k].append(trials_to(replay(task, table, k, a.trials, seed, a.plan_size, a.feature_type),
+                                       0.95 * best)[0])
+        r = statistics.mean(to[base]) / statistics.mean(to[model])
+        ratios.append(r)
+        for k in (model, base):
+            xs = to[k]
+            print(f"  {k:>7}: trials to 95% mean {statistics.mean(xs):6.1f} (median {statistics.median(xs):g}, "
+                  f"max {max(xs)}; {sum(1 for x in xs if x >= a.trials)} of {len(xs)} seeds never got there)")
+        print(f"  ratio {base}/{model} of the means: {r:.2f}")
+        sys.stdout.flush()
+    if ratios:
+        print(f"\ngeometric mean ratio {base}/{model}: {statistics.geometric_mean(ratios):.2f} over {len(ratios)} tasks")
+
+
 def trials_to(seen, target):
     for n, g in enumerate(seen, 1):
         if g >= target:
@@ -75,12 +190,17 @@ def main(argv=None):
     ap.add_argument("--plan-size", type=int, default=64)
     ap.add_argument("--feature-type", default="itervar", choices=["itervar", "knob"])
     ap.add_argument("--tuners", nargs=2, default=["xgb", "random"], metavar=("MODEL", "BASELINE"))
+    ap.add_argument("--replay", action="store_true",
+                    help="measure each space once, then compare the tuners on that table over --seeds seeds")
+    ap.add_argument("--space-limit", type=int, default=1500, help="--replay: configs measured per task at most")
     a = ap.parse_args(argv)
     names = a.tasks or TEMPLATES
     if a.quick:
         names = a.tasks or TEMPLATES[:3]
         a.trials, a.seeds, a.plan_size = 64, 2, 16
     model, base = a.tuners
+    if a.replay:
+        return main_replay(a, names, model, base)
     print(f"budget {a.trials} trials, {a.seeds} seed(s), {model} (plan {a.plan_size}, "
           f"{a.feature_type} features) vs {base}; machine limit ~{PEAK:.0f} GFLOP/s fp32")
     # other work on the machine slows some measurements more than others: say how busy it was
