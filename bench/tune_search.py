@@ -14,7 +14,7 @@ on a quiet machine: the tuners' measurements are what is compared.
 
     python bench/tune_search.py            # 5 tasks, 200 trials, 2 seeds (~30 min)
     python bench/tune_search.py --quick    # 3 tasks, 64 trials, 2 seeds (~3 min)
-    python bench/tune_search.py --replay --seeds 10
+    python bench/tune_search.py --replay --seeds 10 [--table-dir D] [--without-default]
 
 --replay takes the noise out: each task's space is measured once, and
 both tuners then run over that table, seed after seed.  Measured live, two
@@ -22,6 +22,10 @@ measurements of one config differ by 5-10% on this shared machine, so
 "95% of the best" is often reached or missed by the noise of a single
 trial (the default config, say); from a table, a config is worth the same
 to both tuners, and the target is 95% of the best config in the space.
+The default schedules' numbers are hand-picked and often within 95% of
+the best already (then there is nothing to search for, and the task is
+not counted); --without-default takes the default out of the table, to
+compare the search alone on every task.
 """
 
 from __future__ import annotations
@@ -67,11 +71,15 @@ def run(task, kind, trials, seed, plan_size, feature_type):
     return seen, time.perf_counter() - t0
 
 
-def measure_space(task, limit=None):
+def measure_space(task, limit=None, cache=None):
     """{config index: Record} of every config of `task` (the first `limit`
-    of a random order when the space is larger), each measured once."""
+    of a random order when the space is larger), each measured once; read
+    from the tuning log `cache` when it exists (else written there)."""
     import random
     from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
+    from tvmd.autotvm.record import LogWriter, load
+    if cache and os.path.exists(cache):
+        return {r.index: r for r in load(cache)}
     n = len(task.config_space)
     order = list(range(n))
     random.Random(0).shuffle(order)
@@ -85,6 +93,10 @@ def measure_space(task, limit=None):
         for at in range(0, len(order), 32):
             for r in m.measure(task, order[at:at + 32]):
                 table[r.index] = r
+    if cache:
+        with LogWriter(cache) as w:
+            for r in table.values():
+                w.write(r)
     return table
 
 
@@ -142,18 +154,25 @@ def main_replay(a, names, model, base):
     config in the table (the space's best when it is measured whole)."""
     ratios = []
     print(f"replay: each space measured once (at most {a.space_limit} configs), then {a.seeds} seeds of "
-          f"{model} vs {base}, {a.trials} trials each; target 95% of the table's best")
+          f"{model} vs {base}, {a.trials} trials each; target 95% of the table's best"
+          + (" other than the default config (taken out of the table)" if a.without_default else ""))
+    if a.table_dir:
+        os.makedirs(a.table_dir, exist_ok=True)
     for name in names:
         task = load_task(name)
         t0 = time.perf_counter()
-        table = measure_space(task, a.space_limit)
+        table = measure_space(task, a.space_limit, a.table_dir and os.path.join(a.table_dir, name + ".json"))
+        d = task.config_space.default().index
+        if a.without_default:
+            # the search alone: the default's hand-picked numbers are not a trial to find
+            table = {i: r for i, r in table.items() if i != d}
         g = {i: task.flop / r.mean_cost / 1e9 if r.ok else 0.0 for i, r in table.items()}
         best = max(g.values())
-        default = g.get(task.config_space.default().index, 0.0)
+        default = g.get(d, 0.0)
         near = sum(1 for v in g.values() if v >= 0.95 * best)
-        print(f"\n{name}: {len(table)} of {len(task.config_space)} configs measured in "
-              f"{time.perf_counter() - t0:.0f} s; best {best:.1f} GFLOP/s ({100 * best / PEAK:.0f}% of peak), "
-              f"default {default:.1f}, {near} config(s) within 95% of the best")
+        print(f"\n{name}: {len(table)} of {len(task.config_space)} configs in {time.perf_counter() - t0:.0f} s; "
+              f"best {best:.1f} GFLOP/s ({100 * best / PEAK:.0f}% of peak), default {default:.1f}, "
+              f"{near} config(s) within 95% of the best")
         if default >= 0.95 * best:
             print("  the default is within 95% of the best: nothing to search for, not counted")
             continue
@@ -193,6 +212,9 @@ def main(argv=None):
     ap.add_argument("--replay", action="store_true",
                     help="measure each space once, then compare the tuners on that table over --seeds seeds")
     ap.add_argument("--space-limit", type=int, default=1500, help="--replay: configs measured per task at most")
+    ap.add_argument("--table-dir", help="--replay: keep each measured space here (a tuning log) and reuse it")
+    ap.add_argument("--without-default", action="store_true",
+                    help="--replay: take the default config out of the table (compare the search alone)")
     a = ap.parse_args(argv)
     names = a.tasks or TEMPLATES
     if a.quick:

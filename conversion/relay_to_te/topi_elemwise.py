@@ -20,7 +20,9 @@ The scalar semantics follow the ops' numpy ``compute()``:
   fmod-based algorithm (exact where ``floor(a / b)`` can round up);
   ``mod`` is C's fmod;
 * integer ``divide`` / ``mod`` truncate toward zero, ``floor_*`` round
-  toward minus infinity; ``power`` on integers is ``trunc(pow(f64, f64))``.
+  toward minus infinity; ``power`` on integers is ``trunc(pow(f64, f64))``;
+  a float ``power`` by the constant 2 or 3 is products (a pow call per
+  lane does not vectorize).
 
 nn.bias_add (``out = x + b[index along axis]``) and nn.prelu are here too.
 
@@ -207,9 +209,26 @@ def _power(e, op, a, b):
     t = a.type
     no_bool(op, t)
     if T.is_float(t):
+        n = _small_exponent(b)
+        if n == 2:
+            return e.binary("mul", a, a)       # one rounding: pow's own result
+        if n == 3:
+            # GELU's x^3 (tanh form): libm pow is a call per lane, which no
+            # vector loop takes; two products are within 2 ulp of it
+            return e.binary("mul", e.binary("mul", a, a), a)
         return e.intrin("pow", a, b)
     fa, fb = convert(e, a, T.f64), convert(e, b, T.f64)
     return convert(e, e.intrin("trunc", e.intrin("pow", fa, fb)), t)
+
+
+def _small_exponent(b):
+    """2 or 3 when float exponent `b` is that constant, else None."""
+    d = b.defining_op() if hasattr(b, "defining_op") else None
+    if d is None or d.name != "arith.constant":
+        return None
+    v = d.attributes.get("value")
+    v = getattr(v, "value", v)
+    return int(v) if isinstance(v, float) and v in (2.0, 3.0) else None
 
 
 def _right_shift(e, op, a, b):
