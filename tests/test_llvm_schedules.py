@@ -485,6 +485,28 @@ def test_depthwise_conv_rows_are_one_vector():
     assert "te.compute_at %pad, " not in te   # every tile reads every channel: one pass
 
 
+@pytest.mark.parametrize("shape, op, perm", [
+    ((1, 12, 20, 48), 'layout_transform(%x) {src_layout = "NHWC", dst_layout = "NCHW"}', (0, 3, 1, 2)),
+    ((24, 40), "transpose(%x)", (1, 0)),
+    ((2, 16, 3, 8), "transpose(%x) {axes = [0, 3, 2, 1]}", (0, 3, 2, 1))])
+def test_transposes_are_tiled_in_squares(shape, op, perm):
+    """A stage whose read's contiguous axis is not the output's last one
+    is tiled in squares (both axes split by a vector, the square's rows
+    unrolled), not vectorized along the output alone (a gather from rows
+    a whole input row apart); numpy's answer."""
+    out = tuple(shape[i] for i in perm)
+    ts = "x".join(map(str, shape))
+    os_ = "x".join(map(str, out))
+    text = f"""relay.func @main(%x: tensor<{ts}xf32>) -> tensor<{os_}xf32> {{
+  %0 = {op} : tensor<{os_}xf32>
+  return %0
+}}"""
+    te, k, f = te_and_kernel(text)
+    assert te.count("te.split") == 2 and "te.unroll" in te and "te.vectorize" in te, te
+    x = randn(*shape)
+    np.testing.assert_array_equal(run(k, f, x), x.transpose(perm))
+
+
 @pytest.mark.parametrize("c", [3, 1])
 def test_short_last_axis_is_unrolled_not_fused(c):
     """NCHW to NHWC of an image with c channels: the short last axis is

