@@ -304,13 +304,7 @@ def flatten_rows(e, c, deps, vu):
         return e.read(g, list(idx[:r0]) + [e.val(flat), idx[-1]])
     copy = compute(e, c.tensor_type, cbody, names=[a.name for a in c.body.args[:rank]], name=name)
     e.at(saved)
-    gop, cop = g.defining_op(), copy.defining_op()
-    for op in (gop, cop):
-        op.detach()
-        c.parent.insert_before(c, op)
-    c.results[0].replace_all_uses_with(copy)
-    c.erase()
-    return gop, copy
+    return _replace_by_copy(c, g, copy), copy
 
 
 def pad_gemm(e, c, deps, vu):
@@ -388,14 +382,21 @@ def _pad(e, c, a_read, mb, nb, mp, np_, kind):
     copy = compute(e, c.tensor_type, lambda e, *idx: e.read(g, list(idx)),
                    names=[a.name for a in c.body.args[:rank]], name=name)
     e.at(saved)
-    gop, cop = g.defining_op(), copy.defining_op()
-    for op in (gop, cop):
+    gop = _replace_by_copy(c, g, copy)
+    g_reads = [op for op in gop.body.ops if isinstance(op, ReadOp)]
+    return gop, copy, (g_reads[a_at], g_reads[1 - a_at], kind, mb, nb)
+
+
+def _replace_by_copy(c, g, copy):
+    """Move the GEMM stage `g` and its copy-out `copy` (built at the end of
+    the block) before `c`, which `copy` replaces; returns g's te.compute."""
+    gop = g.defining_op()
+    for op in (gop, copy.defining_op()):
         op.detach()
         c.parent.insert_before(c, op)
     c.results[0].replace_all_uses_with(copy)
     c.erase()
-    g_reads = [op for op in gop.body.ops if isinstance(op, ReadOp)]
-    return gop, copy, (g_reads[a_at], g_reads[1 - a_at], kind, mb, nb)
+    return gop
 
 
 def _clone_body(e, c, args):
