@@ -272,9 +272,9 @@ def bench_ops(args):
     for name, make, kind, stride in ops:
         text, flop = make()
         from tvmd.parser import parse_module
-        f = parse_module(text).lookup("main")
-        x = rng.standard_normal(f.body.args[0].type.shape).astype(np.float32)
-        wt = next(op for op in f.body.ops if op.name == "relay.constant").results[0].type
+        main_fn = parse_module(text).lookup("main")
+        x = rng.standard_normal(main_fn.body.args[0].type.shape).astype(np.float32)
+        wt = next(op for op in main_fn.body.ops if op.name == "relay.constant").results[0].type
         w = (rng.standard_normal(wt.shape) * 0.1).astype(np.float32)
         ref = (lambda: conv_numpy(x, w, stride)) if kind == "conv" else (lambda: x @ w.T)
         log = os.path.join(args.log_dir, name.replace(" ", "_").replace(">", "") + ".json")

@@ -53,8 +53,9 @@ def load_task(name):
     return task
 
 
-def run(task, kind, trials, seed, plan_size, feature_type):
-    """[(trial, GFLOP/s of that trial's config)] and the wall time."""
+def run(task, kind, trials, seed, plan_size, feature_type, measurer=None):
+    """[GFLOP/s of each trial's config] and the wall time, measured by
+    `measurer` (a fresh LocalMeasurer by default)."""
     from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
     from tvmd.autotvm.tuner import make_tuner
     kw = {"plan_size": plan_size, "feature_type": feature_type} if kind == "xgb" else {}
@@ -62,11 +63,10 @@ def run(task, kind, trials, seed, plan_size, feature_type):
     seen = []
 
     def cb(t, inputs, records):
-        for r in records:
-            seen.append(task.flop / r.mean_cost / 1e9 if r.ok else 0.0)
+        seen.extend(task.flop / r.mean_cost / 1e9 if r.ok else 0.0 for r in records)
 
     t0 = time.perf_counter()
-    with LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5)) as m:
+    with measurer or LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5)) as m:
         tuner.tune(trials, measurer=m, callbacks=[cb])
     return seen, time.perf_counter() - t0
 
@@ -100,52 +100,28 @@ def measure_space(task, limit=None, cache=None):
     return table
 
 
-class ReplayMeasurer:
+def replay_measurer(table):
     """A measurer that answers from a table measured once (measure_space):
     every tuner sees the same number for the same config, so two tuners are
     compared on their search alone, not on the noise of two measurements.
     A config outside the table is a failed record."""
+    from tvmd.autotvm.measure import Measurer
 
-    n_parallel = 2
+    class Replay(Measurer):
+        n_parallel = 2
 
-    def __init__(self, table):
-        self.table = table
+        def ensure_reference(self, task):
+            return None   # the table's records were checked when measured
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
-
-    def close(self):
-        pass
-
-    def ensure_reference(self, task):
-        return None
-
-    def measure(self, task, indices):
-        from tvmd.autotvm.measure import make_record
-        from tvmd.autotvm.record import FAILED_COST, ErrorNo
-        out = []
-        for i in indices:
-            r = self.table.get(i)
-            out.append(r if r is not None else make_record(task, i, [FAILED_COST], ErrorNo.UNKNOWN_ERROR, 0.0,
-                                                           "not in the replay table"))
-        return out
+        def measure(self, task, indices):
+            return [table[i] if i in table else _missing(task, i) for i in indices]
+    return Replay()
 
 
-def replay(task, table, kind, trials, seed, plan_size, feature_type):
-    """[GFLOP/s of each trial's config] of tuner `kind` answered from `table`."""
-    from tvmd.autotvm.tuner import make_tuner
-    kw = {"plan_size": plan_size, "feature_type": feature_type} if kind == "xgb" else {}
-    tuner = make_tuner(kind, task, seed=seed, **kw)
-    seen = []
-
-    def cb(t, inputs, records):
-        seen.extend(task.flop / r.mean_cost / 1e9 if r.ok else 0.0 for r in records)
-
-    tuner.tune(trials, measurer=ReplayMeasurer(table), callbacks=[cb])
-    return seen
+def _missing(task, index):
+    from tvmd.autotvm.measure import make_record
+    from tvmd.autotvm.record import FAILED_COST, ErrorNo
+    return make_record(task, index, [FAILED_COST], ErrorNo.UNKNOWN_ERROR, 0.0, "not in the replay table")
 
 
 def main_replay(a, names, model, base):
@@ -179,8 +155,8 @@ def main_replay(a, names, model, base):
         to = {model: [], base: []}
         for seed in range(a.seeds):
             for k in (model, base):
-                to[k].append(trials_to(replay(task, table, k, a.trials, seed, a.plan_size, a.feature_type),
-                                       0.95 * best)[0])
+                seen, _ = run(task, k, a.trials, seed, a.plan_size, a.feature_type, replay_measurer(table))
+                to[k].append(trials_to(seen, 0.95 * best)[0])
         r = statistics.mean(to[base]) / statistics.mean(to[model])
         ratios.append(r)
         for k in (model, base):

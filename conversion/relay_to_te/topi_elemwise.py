@@ -223,11 +223,9 @@ def _power(e, op, a, b):
 
 def _small_exponent(b):
     """2 or 3 when float exponent `b` is that constant, else None."""
-    d = b.defining_op() if hasattr(b, "defining_op") else None
-    if d is None or d.name != "arith.constant":
-        return None
-    v = d.attributes.get("value")
-    v = getattr(v, "value", v)
+    from ...dialects.arith.ops import ConstantOp
+    d = b.defining_op()
+    v = d.attributes["value"] if isinstance(d, ConstantOp) else None
     return int(v) if isinstance(v, float) and v in (2.0, 3.0) else None
 
 

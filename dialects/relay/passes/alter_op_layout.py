@@ -84,21 +84,23 @@ class AlterOpLayout(ModulePass):
         lanes = parse_target("llvm").vector_unit().lanes
         return (2 * lanes, lanes)
 
-    def _pack_conv(self, op, block, made) -> bool:
+    def _pack_conv(self, op, block, made):
         """A 3x3 (or any non-pixel) NHWC conv with a constant HWIO weight:
-        the weight in OHWI{n}o, panels of n output channels, each panel
-        contiguous (the tile's n channels of every tap and input channel
-        in a row).  In HWIO a tile's weights sit one input-channel row
-        apart: 2 KiB at 512 channels, so the stream the tile walks maps to
-        few cache sets (ResNet's 7x7x512 3x3 conv: 43 -> 126 GFLOP/s)."""
+        the same conv over the weight in OHWI{n}o, panels of n output
+        channels, each panel contiguous (the tile's n channels of every
+        tap and input channel in a row), inserted before `op`; None when
+        op is no such conv.  In HWIO a tile's weights sit one
+        input-channel row apart: 2 KiB at 512 channels, so the stream the
+        tile walks maps to few cache sets (ResNet's 7x7x512 3x3 conv: 43
+        -> 134 GFLOP/s on one core)."""
         w = _packable_conv_weight(op)
         if w is None:
-            return False
+            return None
         arr = w.attributes["value"].array
         kh, kw, ci, co = arr.shape
         nb = next((c for c in self._width() if co % c == 0), None)
         if nb is None:
-            return False
+            return None
         key = ("conv", w, nb)
         new_w = made.get(key)
         if new_w is None:
@@ -109,11 +111,7 @@ class AlterOpLayout(ModulePass):
         attrs.update(kernel_layout=f"OHWI{nb}o", channels=co, kernel_size=(kh, kw))
         new = Conv2DOp.build(op.operands[0], new_w.results[0], loc=op.loc, **attrs)
         block.insert_before(op, new)
-        new.results[0].name = op.results[0].name
-        op.results[0].replace_all_uses_with(new.results[0])
-        op.erase()
-        erase_if_dead([w])
-        return True
+        return new
 
     def _block(self, block, stats):
         made = {}
@@ -124,7 +122,9 @@ class AlterOpLayout(ModulePass):
                     self._block(b, stats)
             w = _constant_weight(op)
             if w is None:
-                if isinstance(op, Conv2DOp) and self._pack_conv(op, block, made):
+                conv = self._pack_conv(op, block, made) if isinstance(op, Conv2DOp) else None
+                if conv is not None:
+                    _replace(op, conv, dead)
                     stats["conv-pack"] += 1
                 continue
             rows, (n, _) = _rows(op), _weight_nk(op, w).shape
@@ -168,12 +168,19 @@ class AlterOpLayout(ModulePass):
                 rank = len(op.results[0].type.shape)
                 new = StridedSliceOp.build(new.results[0], loc=op.loc, begin=[0], end=[n], axes=[rank - 1])
                 block.insert_before(op, new)
-            new.results[0].name = op.results[0].name
-            op.results[0].replace_all_uses_with(new.results[0])
-            op.erase()
-            dead.append(w)
+            _replace(op, new, dead)
             stats[kind] += 1
         erase_if_dead(dead)
+
+
+def _replace(op, new, dead):
+    """`new` (inserted before op) takes op's name and uses; op goes, and
+    its weight constant onto `dead` (erased at the end if nothing else
+    reads it)."""
+    new.results[0].name = op.results[0].name
+    op.results[0].replace_all_uses_with(new.results[0])
+    dead.append(defining_constant(op.operands[1]))
+    op.erase()
 
 
 def pad_width(n, widths):
@@ -190,10 +197,7 @@ def _packable_conv_weight(op):
     """The constant HWIO weight of a float NHWC conv2d with one group (not
     a pixel dense), or None."""
     from ....ir import types as T
-    a = op.attributes
-    if _is_pixel_dense(op) or a["groups"] != 1 or a["data_layout"] != "NHWC" or a["kernel_layout"] != "HWIO":
-        return None
-    if a["out_layout"] not in ("", "NHWC"):
+    if not _nhwc_one_group(op) or op.attributes["kernel_layout"] != "HWIO" or _is_pixel_dense(op):
         return None
     w = op.operands[1].type
     c = defining_constant(op.operands[1])
@@ -231,12 +235,16 @@ def _is_pixel_dense(op):
     a = op.attributes
     w = op.operands[1].type
     klayout = a["kernel_layout"]
-    if a["data_layout"] != "NHWC" or a["out_layout"] not in ("", "NHWC") or a["groups"] != 1:
-        return False
-    if sorted(klayout) != sorted("HWIO") or not getattr(w, "is_static", False):
+    if not _nhwc_one_group(op) or sorted(klayout) != sorted("HWIO") or not getattr(w, "is_static", False):
         return False
     return (tuple(a["strides"]) == (1, 1) and not any(a["padding"])
             and w.shape[klayout.index("H")] == 1 and w.shape[klayout.index("W")] == 1)
+
+
+def _nhwc_one_group(op):
+    """A conv2d over NHWC data, its output NHWC, with one group."""
+    a = op.attributes
+    return a["data_layout"] == "NHWC" and a["out_layout"] in ("", "NHWC") and a["groups"] == 1
 
 
 def _rows(op):
