@@ -86,7 +86,7 @@ def vector_factor(n):
 
 # the sizes a knob offers besides its default, those that divide the axis
 VECTOR_CANDIDATES = (4, 8, 16, 32, 64)
-BLOCK_CANDIDATES = (1, 2, 3, 4, 6, 7, 8, 12, 16)
+BLOCK_CANDIDATES = (1, 2, 3, 4, 6, 7, 8, 12, 14, 16)
 LANE_CANDIDATES = (4, 8, 16, 32)
 
 

@@ -17,7 +17,7 @@ and C reads ``Bp[.., j / NB, k, j % NB]``.  Either way the schedule is the
 register-tiled micro-kernel of bench/schedules/matmul.te: the output tiled
 MB x NB, sized to the target's vector registers (gemm_tile: AVX2's 6 x 16,
 6 rows of two 8-lane vectors = 12 accumulators of 16 registers; AVX-512's
-8 x 32 = 16 of 32), the batch axes and column blocks fused into one
+14 x 32 = 28 of 32), the batch axes and column blocks fused into one
 parallel loop, the row blocks fused into it too or, when the columns are
 enough parallel work, a serial loop inside it (MB then need not divide the
 rows: tir-loop-partition splits off the partial last tile; tile_gemm), the
@@ -56,7 +56,16 @@ MIN_PACK_ROWS = 16
 # walks k at a stride of a page or so, which the L1 cache's sets and the
 # TLB take badly (1024 x 1024 matmul: about 1.4x faster packed)
 MIN_PACK_COLUMNS = 512
-ROWS = (8, 6, 4)   # the tile's rows: unrolled, one broadcast of A each per k
+ROWS = (14, 12, 8, 6, 4)   # the tile's rows: unrolled, one broadcast of A each per k
+# A tile one vector wide does a broadcast per FMA: more rows than this
+# only add loads (AVX-512, 1024^3: 28 x 16 ran at 80 GFLOP/s, 14 x 32 at 146)
+MAX_ROWS_ONE_VECTOR = 8
+
+
+def tile_rows(per_row, vu):
+    """The tile heights of ROWS whose accumulators fit, tallest first, for
+    rows of `per_row` vectors."""
+    return [f for f in ROWS if f * per_row <= vu.gemm_accumulators and (per_row > 1 or f <= MAX_ROWS_ONE_VECTOR)]
 # flatten_rows applies below this last row axis (a 1x1 conv's output
 # width): at 7 and 14 the flattened GEMM was 1.4x-1.9x faster; at 28, 56
 # and 112 it was within the noise, and costs a pass over a larger output
@@ -141,7 +150,7 @@ def gemm_tile(shape, vu, widths=None):
     of `widths`, a packed weight's panel width), MB the most of ROWS with
     MB * NB / lanes accumulators in the registers; the pair with the most
     accumulators (AVX2's 16 registers: 6 x 16, 12 accumulators; AVX-512:
-    8 x 32, 16).  MB need not divide m (when m >= MIN_PACK_ROWS): the row
+    14 x 32, 28: VectorUnit.gemm_accumulators).  MB need not divide m (when m >= MIN_PACK_ROWS): the row
     loop then stays serial inside the parallel column blocks (tile_gemm),
     and tir-loop-partition splits its last, partial tile off.  That is
     taken when the column blocks (times the batch) are enough parallel
@@ -155,7 +164,7 @@ def gemm_tile(shape, vu, widths=None):
         if n % nb:
             continue
         per_row = -(-nb // vu.lanes)
-        fits = [f for f in ROWS if f * per_row <= vu.accumulators]
+        fits = tile_rows(per_row, vu)
         dividing = [f for f in fits if m % f == 0]
         ragged = fits[:1] if m >= MIN_PACK_ROWS else []
         mb = next(iter((ragged if rows_split_ok(shape, nb) else []) + dividing + ragged), None)
@@ -348,7 +357,7 @@ def pad_gemm(e, c, deps, vu):
         best, score = None, 0.0
         for nb in (2 * vu.lanes, vu.lanes):
             per_row = nb // vu.lanes
-            mb = next((f for f in ROWS if f * per_row <= vu.accumulators), None)
+            mb = next(iter(tile_rows(per_row, vu)), None)
             if mb is None:
                 continue
             mp, np_ = -(-m // mb) * mb, -(-n // nb) * nb
