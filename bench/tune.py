@@ -100,7 +100,7 @@ def matmul_packed_template():
     @autotvm.template("bench/matmul_packed")
     def matmul_packed(n):
         cfg = autotvm.get_config()
-        cfg.define_knob("mb", [2, 3, 4, 5, 6, 8])
+        cfg.define_knob("mb", [2, 4, 6, 8, 10, 12, 14, 16])
         cfg.define_knob("nb", [8, 16, 32])
         cfg.define_knob("mc", [1, 4, 16, 64])
         cfg.define_knob("par", [0, 1])          # 0: row blocks parallel, 1: column panels
