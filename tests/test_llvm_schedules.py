@@ -553,3 +553,36 @@ def test_small_spatial_1x1_conv_is_a_gemm_over_the_flattened_rows(n, h, w, c, o,
         want = np.maximum(want + b, 0)
     got = run(k, f, x, wt, b) if epilogue else run(k, f, x, wt)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("widths,vectorized", [
+    ((64, 64), True),        # 8 channel blocks of 16: each from one input
+    ((16, 48, 8), True),     # three inputs, every boundary a multiple of the vector (8)
+    ((60, 68), False),       # a block straddles channel 60: left to LLVM
+    ((5, 3), False),         # narrower than a vector
+])
+def test_concat_along_the_vector_axis(widths, vectorized):
+    """A concatenation along NHWC's channels: where every input's width is
+    a multiple of the vector, each vector comes from one input and the
+    kernel reads both with vector loads (tir-vectorize's lane-uniform
+    comparison); the parallel loop fuses the pixels only, the channel
+    blocks a loop inside (no division per vector).  Numpy's answer either
+    way."""
+    h = 9    # 81 pixels: parallel work enough without the channel blocks
+    total = sum(widths)
+    params = ", ".join(f"%x{i}: tensor<1x{h}x{h}x{w}xf32>" for i, w in enumerate(widths))
+    args = ", ".join(f"%x{i}" for i in range(len(widths)))
+    text = f"""relay.func @main({params}) -> tensor<1x{h}x{h}x{total}xf32> {{
+  %0 = concatenate({args}) {{axis = 3}} : tensor<1x{h}x{h}x{total}xf32>
+  return %0
+}}"""
+    te, k, f = te_and_kernel(text)
+    xs = [randn(1, h, h, w) for w in widths]
+    np.testing.assert_array_equal(run(k, f, *xs), np.concatenate(xs, -1))
+    if vectorized:
+        assert "te.fuse %ax0, %ax1, %ax2\n" in te and "te.vectorize %ax3.inner" in te
+        m = lower(te, "lower-te-to-tir,tir-vectorize")
+        tir = print_module(m)
+        assert "vectorized" not in tir
+        for i in range(len(widths)):
+            assert f"tir.load %p{i}[" in tir and ": vector<" in tir.split(f"tir.load %p{i}[")[1].split("\n")[0]

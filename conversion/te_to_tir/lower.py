@@ -14,7 +14,9 @@ ops is scheduled first (apply_schedule.py), so this pass works alone.
                                {double_buffer} kept
     te.read                    tir.load
     te.read .. if %c else x    %i' = select %c, %i, 0 per index (always in
-                               bounds), tir.load, then select %c, %v, x
+                               bounds; an index whose range is inside its
+                               dimension anyway is kept), tir.load, then
+                               select %c, %v, x
     te.write                   tir.store
     te.intrin                  tir.intrin
     te.extern_call @k(..)      the body of tir.func @k, inlined on the buffers
@@ -208,7 +210,9 @@ class _Converter:
         if not op.guarded:
             return e.op("tir.load", [buf] + idx, [r.type], name=r.name)
         c = m.get(op.condition, op.condition)
-        safe = [i if _const_in(i, n) else e.select(c, i, e.const(0)) for i, n in zip(idx, op.tensor.type.shape)]
+        # (an index left as it is keeps its address arithmetic simple: the
+        # pixel of a concatenation's input is the same in both branches)
+        safe = [i if _inside(i, n) else e.select(c, i, e.const(0)) for i, n in zip(idx, op.tensor.type.shape)]
         v = e.op("tir.load", [buf] + safe, [r.type])
         ev = op.attributes["else_value"]
         t = r.type
@@ -218,11 +222,19 @@ class _Converter:
         return out
 
 
-def _const_in(v, n):
-    """Is `v` a constant index inside [0, n)?"""
+def _inside(v, n):
+    """Is index `v` inside [0, n) for every value of the loops around it
+    (a constant, or a range from tir.bounds)?  n None (a dynamic
+    dimension): only the constant 0 is."""
     d = v.defining_op()
-    return isinstance(d, ConstantOp) and 0 <= d.attributes["value"] and (
-        n is None and d.attributes["value"] == 0 or n is not None and d.attributes["value"] < n)
+    if isinstance(d, ConstantOp):
+        x = d.attributes["value"]
+        return x == 0 if n is None else 0 <= x < n
+    if not isinstance(n, int):
+        return False
+    from ...dialects.tir.bounds import Bounds
+    lo, hi = Bounds().range(v)
+    return lo is not None and hi is not None and 0 <= lo and hi < n
 
 
 # the te ops lower-te-to-tir turns into tir; any other te op left is an error

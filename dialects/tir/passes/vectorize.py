@@ -21,7 +21,14 @@ read's clamped index, ``select(inside, i, 0)``): then, where the condition
 takes the constant, the lanes read b, b+s, ... instead of b N times, so a
 load may use it as its last index only when those stay inside the
 buffer's last dimension (the value read there is then discarded by the
-guard's select); a store or any arithmetic may not use it.  A load with all indices
+guard's select); a store or any arithmetic may not use it.  A comparison
+``x >= b`` or ``x < b`` (``b <= x``, ``b > x``) of an affine index x of
+stride 1 with a uniform b is uniform when x - b is a multiple of N at the
+first lane (every coefficient of its linear form, and its constant plus
+the loop's start, divisible by N): the N lanes then never straddle b.  It
+is what a concatenation along the vectorized axis tests, when N divides
+each input's extent (``select(c >= 64, B[c - 64], A[c])`` at N = 16); per
+lane it would make the loads gathers.  A load with all indices
 uniform stays a scalar load (when nothing in the loop stores to that
 buffer); arith and intrinsics with a vector operand become the same op on
 ``vector<N>`` types, uniform operands entering through ``tir.broadcast``.
@@ -53,7 +60,7 @@ from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ..bounds import const_int, linear
 from ._util import const
-from ...arith.ops import AddIOp, ArithOp, MulIOp, SelectOp, SubIOp
+from ...arith.ops import AddIOp, ArithOp, CmpIOp, MulIOp, SelectOp, SubIOp
 from ..ops import AllocOp, BarrierOp, BroadcastOp, ForOp, IntrinOp, LoadOp, StoreOp
 
 U, A, V = "uniform", "affine", "vector"
@@ -131,6 +138,9 @@ def _analyse(loop):
             cls[r] = (U, 0)
             continue
         if r.type is T.index or any(v.type is T.index and of(v)[0] != U for v in op.operands):
+            if isinstance(op, CmpIOp) and _lane_uniform_cmp(op, of, loop):
+                cls[r] = (U, 0)
+                continue
             if isinstance(op, (AddIOp, SubIOp)) and r.type is T.index:
                 sa, sb = ins[0][1], ins[1][1]
                 cls[r] = (A, sa + sb if isinstance(op, AddIOp) else sa - sb)
@@ -169,6 +179,39 @@ def _analyse(loop):
         if any(not _same_index(first, other) for other in accesses[buf]):
             raise _Reject("loop-carried dependence")
     return cls
+
+
+# x pred b with x the affine side: the predicates under which lanes that
+# start at a multiple of N past b agree (x >= b, x < b); b on the left mirrors
+_UNIFORM_PRED = {("sge", 0): True, ("slt", 0): True, ("sle", 1): True, ("sgt", 1): True}
+
+
+def _lane_uniform_cmp(op, of, loop) -> bool:
+    """Whether cmpi `op` of an affine index (stride 1) and a uniform one is
+    the same in all lanes of `loop` (module docstring)."""
+    from ..bounds import linear
+    (ka, sa), (kb, sb) = of(op.operands[0]), of(op.operands[1])
+    if (ka, sa, kb) == (A, 1, U):
+        side = 0
+    elif (kb, sb, ka) == (A, 1, U):
+        side = 1
+    else:
+        return False
+    if not _UNIFORM_PRED.get((op.attributes["predicate"], side)):
+        return False
+    n, iv = loop.static_extent, loop.induction_var
+    lo = loop.lower if isinstance(loop.lower, int) else const_int(loop.lower)
+    if lo is None:
+        return False
+    tx, cx = linear(op.operands[side])
+    tb, cb = linear(op.operands[1 - side])
+    if tx.get(iv) != 1 or (cx - cb + lo) % n:
+        return False
+    for terms in (tx, tb):
+        for atom, k in terms.items():
+            if atom is not iv and (of(atom)[0] != U or k % n):
+                return False
+    return iv not in tb
 
 
 class _Emitter:
