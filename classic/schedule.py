@@ -17,6 +17,7 @@ be added after a schedule was printed.  What maps to what:
 ``bind(x, te.thread_axis(tag))``        ``te.bind %x {thread = tag}``
 ``pragma(x, key, value)``               ``te.pragma %x {key = value}`` (value 1 when None)
 ``compute_at(s[D], x)``                 ``te.compute_at %C, %x``
+``prefetch(B, k, offset)``              ``te.prefetch %B, %k {offset}``
 ``compute_inline()`` / ``compute_root``  ``te.compute_inline %C`` / ``te.compute_root %C``
 ``storage_align(ax, factor, offset)``   ``te.storage_align %C {axis, factor, offset}``
 ``double_buffer()`` / ``set_scope(s)``  ``te.double_buffer`` / ``te.set_scope``
@@ -26,7 +27,7 @@ be added after a schedule was printed.  What maps to what:
 =====================================  ====================================================
 
 Not in the te dialect (a clear TVMError): ``tensorize``, ``env_threads``,
-``set_store_predicate``, ``prefetch``, ``rolling_buffer``,
+``set_store_predicate``, ``rolling_buffer``,
 ``transform_layout``, ``set_axis_separators``, ``Schedule.create_group``,
 cache_write of several tensors.
 
@@ -302,6 +303,20 @@ class Stage:
         parent._leaf(scope, "compute_at")
         self._record("te.compute_at", [scope], loop=False)
 
+    def prefetch(self, tensor, var, offset):
+        """``s[C].prefetch(B, k, offset)``: each iteration of loop k first
+        prefetches what iteration k + offset reads of B (``te.prefetch``)."""
+        self._leaf(var, "prefetch")
+        if not isinstance(tensor, Tensor):
+            raise TVMError(f"prefetch: expected a tensor, got {tensor!r}")
+        if self.kind == "compute" and all(t is not tensor for t in self.origin_op.input_tensors):
+            raise TVMError(f"prefetch: stage '{self.name}' does not read '{tensor.name}'")
+        if hasattr(offset, "value"):
+            offset = offset.value
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise TVMError(f"prefetch: the offset must be an integer, got {offset!r}")
+        self._record("te.prefetch", [tensor, var], attrs={"offset": offset}, loop=False)
+
     def compute_inline(self):
         """``te.compute_inline``: the body replaces every read (not for outputs or reductions)."""
         if self.op.reduce_axis:
@@ -349,7 +364,6 @@ class Stage:
     tensorize = _unsupported("tensorize", "the te dialect has no tensorize op")
     env_threads = _unsupported("env_threads", "the te dialect has no env_threads op (bind each loop instead)")
     set_store_predicate = _unsupported("set_store_predicate", "the te dialect has no store predicate op")
-    prefetch = _unsupported("prefetch", "the te dialect has no prefetch op")
     rolling_buffer = _unsupported("rolling_buffer", "the te dialect has no rolling_buffer op")
     transform_layout = _unsupported("transform_layout", "the te dialect has no transform_layout op")
     set_axis_separators = _unsupported("set_axis_separators", "the te dialect has no axis separators")
@@ -655,6 +669,10 @@ def emit_module(s: Schedule, args=None, name="main"):
             sched_op(k, [stage_value[st]], attrs=a.attrs, loc=loc)
         elif k == "te.compute_at":
             sched_op(k, [stage_value[st], handle(a.operands[0], loc)], loc=loc)
+        elif k == "te.prefetch":
+            t, iv = a.operands
+            src = tensors[t.op] if t.op in tensors else stage_value[s[t]]
+            sched_op(k, [src, handle(iv, loc)], attrs=a.attrs, loc=loc)
         else:
             hs = [handle(iv, loc) for iv in a.operands]
             rs = sched_op(k, hs, len(a.results), [iv.name for iv in a.results], a.attrs, loc)

@@ -215,6 +215,27 @@ def test_pragma_and_storage_ops():
     np.testing.assert_allclose(c.numpy(), (a + 1) * 3, rtol=1e-6)
 
 
+def test_prefetch_a_row_ahead():
+    """s[C].prefetch(A, i, 1): te.prefetch, a tir.prefetch per cache line of
+    row i + 1 at the top of loop i (its last iteration points past A: a
+    prefetch never faults); the numbers are numpy's."""
+    A = te.placeholder((16, 64), name="A")
+    k = te.reduce_axis((0, 64), name="k")
+    C = te.compute((16,), lambda i: te.sum(A[i, k] * A[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    s[C].prefetch(A, s[C].op.axis[0], 1)
+    assert "te.prefetch %A, %i {offset = 1}" in str(s)
+    tir = str(tvm.lower(s, [A, C]))
+    assert tir.count("tir.prefetch %A[") == 4   # 64 floats: four 64-byte lines
+    a = rand(16, 64)
+    c = tvm.nd.empty((16,))
+    tvm.build(s, [A, C])(tvm.nd.array(a), c)
+    np.testing.assert_allclose(c.numpy(), (a * a).sum(1), rtol=1e-5)
+    with pytest.raises(tvm.TVMError, match="does not read"):
+        B = te.placeholder((16,), name="B")
+        s[C].prefetch(B, s[C].op.axis[0], 1)
+
+
 def test_comm_reducer_becomes_a_te_reducer():
     A = te.placeholder((5, 8), name="A")
     k = te.reduce_axis((0, 8), name="k")

@@ -586,3 +586,28 @@ def test_concat_along_the_vector_axis(widths, vectorized):
         assert "vectorized" not in tir
         for i in range(len(widths)):
             assert f"tir.load %p{i}[" in tir and ": vector<" in tir.split(f"tir.load %p{i}[")[1].split("\n")[0]
+
+
+def test_streamed_weight_prefetches_its_next_panel():
+    """A dense whose packed weight is large (2 MB) prefetches the next
+    panel from its k loop (te.prefetch with offset K); a small one does not.
+    Both are numpy's answer."""
+    from tvmd.conversion.relay_to_te.schedules_gemm import MIN_STREAMED_BYTES
+    for n, k, big in ((1024, 512, True), (64, 64, False)):
+        assert (n * k * 4 >= MIN_STREAMED_BYTES) == big
+        w = randn(n, k)
+        text = f"""relay.func @main(%x: tensor<32x{k}xf32>) -> tensor<32x{n}xf32> {{
+  %w = constant dense<0.0> : tensor<{n}x{k}xf32>
+  %0 = nn.dense(%x, %w) : tensor<32x{n}xf32>
+  return %0
+}}"""
+        from tvmd.ir.attributes import DenseAttr
+        m = parse_module(text)
+        c = next(op for op in m.lookup("main").body.ops if op.name == "relay.constant")
+        c.attributes["value"] = DenseAttr(w, c.results[0].type)
+        from tvmd.runtime.build import build
+        cm = build(m, progress=False)
+        te_text = print_module(cm.module)
+        assert ("tir.prefetch" in te_text) == big
+        x = randn(32, k)
+        np.testing.assert_allclose(cm.run(x), x @ w.T, rtol=1e-4, atol=1e-3)

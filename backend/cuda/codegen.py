@@ -560,6 +560,9 @@ class KernelCodegen:
     def op_tir_barrier(self, op):
         self.w.line("__syncthreads();")
 
+    def op_tir_prefetch(self, op):
+        pass   # a CPU cache hint; the GPU kernels stage through shared memory instead
+
     def op_tir_intrin(self, op):
         t = op.results[0].type
         if isinstance(t, T.VectorType):
@@ -598,6 +601,7 @@ _HANDLERS = {
     tir.ForOp: KernelCodegen.op_tir_for,
     tir.IfOp: KernelCodegen.op_tir_if,
     tir.BarrierOp: KernelCodegen.op_tir_barrier,
+    tir.PrefetchOp: KernelCodegen.op_tir_prefetch,
     tir.IntrinOp: KernelCodegen.op_tir_intrin,
 }
 

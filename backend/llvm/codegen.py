@@ -28,6 +28,8 @@ Lowering, op by op:
 * ``tir.alloc`` → an ``alloca`` in the function's entry block (align 64) up
   to 64 KiB, else ``aligned_alloc`` where it stands and ``free`` at the end of
   its block.  In an outlined worker the alloca is per thread.
+* ``tir.prefetch`` → ``llvm.prefetch`` into L2 at a plain (not inbounds)
+  getelementptr.
 * ``tir.if`` → branches; ``tir.intrin`` → :mod:`.intrinsics`;
   ``tir.barrier`` outside thread loops → nothing; ``tir.broadcast`` → a
   splat (insertelement + zero shufflevector).
@@ -58,6 +60,9 @@ from .parallel import WORKER_TYPE, free_values, parallel_for
 # te.pragma %k {llvm_vectorize = W}: vectorize a serial (reduction) loop
 VECTORIZE_PRAGMA = "pragma_llvm_vectorize"
 ALLOCA_LIMIT = 64 * 1024   # bytes; larger allocs go to the heap
+# tir.prefetch's llvm.prefetch locality: 2 fills L2 (prefetcht1).  Into L1
+# (3) the next panel of a weight would evict the one being read
+PREFETCH_LOCALITY = 2
 BUFFER_ALIGN = 64
 MAX_VECTORIZE_WIDTH = 16
 # C functions the generated code may call; a kernel must not take their names
@@ -548,6 +553,20 @@ class FuncCodegen:
     def op_tir_barrier(self, op):
         pass   # no GPU threads on a CPU: nothing to wait for
 
+    def op_tir_prefetch(self, op):
+        """llvm.prefetch(ptr, read, locality 2: into L2, data).  The address is
+        a plain getelementptr: its indices may pass a dimension (tir.prefetch),
+        which inbounds would make undefined."""
+        buf, *idx = op.operands
+        dims = self.dims[buf]
+        b = self.b
+        lin = self.v(idx[0]) if idx else c64(0)
+        for d, i in zip(dims[1:], idx[1:]):
+            lin = b.add(b.mul(lin, c64(d) if isinstance(d, int) else d), self.v(i))
+        ptr = b.gep(self.v(buf), [lin], inbounds=False, source_etype=llvm_type(buf.type.element_type))
+        fn = declare(self.m, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+        b.call(fn, [ptr, ir.Constant(I32, 0), ir.Constant(I32, PREFETCH_LOCALITY), ir.Constant(I32, 1)])
+
     def op_tir_broadcast(self, op):
         # insertelement into lane 0, then a zero shuffle mask: LLVM's splat idiom
         vt = llvm_type(op.results[0].type)
@@ -568,6 +587,7 @@ _HANDLERS = {
     tir.IfOp: FuncCodegen.op_tir_if,
     tir.IntrinOp: FuncCodegen.op_tir_intrin,
     tir.BarrierOp: FuncCodegen.op_tir_barrier,
+    tir.PrefetchOp: FuncCodegen.op_tir_prefetch,
     tir.BroadcastOp: FuncCodegen.op_tir_broadcast,
 }
 

@@ -124,11 +124,12 @@ def default_schedule(e, outputs, target="llvm"):
     tiles sized for `target`'s vector registers.  A stage the schedule
     rewrites (flatten_rows, pad_gemm) is replaced in the list `outputs` too, which
     the caller then returns."""
-    from .schedules_gemm import flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, tile_gemm
+    from .schedules_gemm import flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, prefetch_panels, streamed_weight, \
+        tile_gemm
     vu = vector_unit(target)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
-    gemms, packs, padded = {}, set(), {}
+    gemms, packs, padded, streamed = {}, set(), {}, {}
     for c in computes:
         if c.reducer is None:
             continue
@@ -151,6 +152,9 @@ def default_schedule(e, outputs, target="llvm"):
             if pack is not None:
                 packs.add(pack)
             gemms[c] = (mb, nb, c in padded)
+            weight = streamed_weight(c, b_read, deps)
+            if weight is not None:
+                streamed[c] = weight
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]   # with the stages added
     outs = output_computes(outputs)
     pads = {}   # reduction -> the padding it reads, computed at its tile
@@ -187,12 +191,15 @@ def default_schedule(e, outputs, target="llvm"):
     for o in outs:
         anchor = epilogue.get(o)
         if anchor is None and o in gemms:
-            _tile_cached(s, o, lambda st: tile_gemm(s, st, *gemms[o]), o.rank - 2, pads.pop(o, None))
+            local = _tile_cached(s, o, lambda st: tile_gemm(s, st, *gemms[o]), o.rank - 2, pads.pop(o, None))
+            prefetch_panels(s, local, streamed.get(o))
             continue
         if anchor in gemms:
             f = tile_gemm(s, Stage(s, o), *gemms[anchor])
             s.compute_at(anchor.results[0], f)
-            tile_local(s, Stage(s, anchor), anchor.rank - 2)
+            local = Stage(s, anchor)
+            tile_local(s, local, anchor.rank - 2)
+            prefetch_panels(s, local, streamed.get(anchor))
             continue
         if anchor is None and o.reducer is not None:
             if row_reduction(o):
@@ -223,7 +230,8 @@ def default_schedule(e, outputs, target="llvm"):
 def _tile_cached(s, o, tile_fn, block, pad=None):
     """Accumulate reduction output `o` in a local tile (registers) computed
     at the parallel loop `tile_fn` makes of the copy-out, which runs once;
-    `pad`: o's padding stage, computed at the tile (padding_per_tile)."""
+    `pad`: o's padding stage, computed at the tile (padding_per_tile).
+    Returns the local stage."""
     cache = _cache_write(s, o)
     s.e.block.append(cache)
     cache.results[0].name = f"{o.results[0].name or 'out'}.local"
@@ -231,6 +239,7 @@ def _tile_cached(s, o, tile_fn, block, pad=None):
     f = tile_fn(Stage(s, o, spatial_only=True))
     s.compute_at(local.value, f)
     _pad_at(s, pad, tile_local(s, local, block))
+    return local
 
 
 def _pad_at(s, pad, axis):

@@ -12,9 +12,11 @@ indices of each read of the producer:
 
     add, sub           [a, a+s] + [b, b+t] = [a+b, a+b+s+t]
     mul by constant k  scaled (k < 0 flips)
-    floordiv by k > 0  a point stays a point (a new atom a // k); else
+    floordiv by k > 0  a multiple of k stays affine (a / k, span // k); a
+                       point stays a point (a new atom a // k); else
                        [a // k, a // k + (s + k - 1) // k]
-    floormod by k > 0  a point becomes the atom a % k; else [0, k - 1]
+    floormod by k > 0  a multiple of k with span < k is [0, span]; a point
+                       becomes the atom a % k; else [0, k - 1]
     min, max           [m, m + max(s, t)], m = min(a, b) (max(a, b)) a new atom
     mul of two points  the product, a new atom
 
@@ -181,6 +183,12 @@ class IndexIntervals:
 
     def _divmod(self, op, a, k):
         e = self.e
+        if a.base.const % k == 0 and all(c % k == 0 for c in a.base.terms.values()):
+            # a multiple of k plus [0, span]: (32*jo + [0, 31]) / 32 is jo, % 32 is [0, 31]
+            if isinstance(op, A.FloorDivSIOp):
+                return Interval(Aff(a.base.const // k, {x: c // k for x, c in a.base.terms.items()}), a.span // k)
+            if a.span < k:
+                return Interval(Aff(0), a.span)
         lo, hi = a.base.static_range(self.ranges)
         if isinstance(op, A.FloorDivSIOp):
             if a.base.is_const():

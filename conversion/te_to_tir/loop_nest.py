@@ -26,6 +26,12 @@ A stage attached with compute_at gets the extents bound inference found
 writes a local ``te.realize`` of the region's shape, it is guarded where
 the region may leave the tensor, and its consumer's reads are shifted by
 the base.
+
+A leaf with ``te.prefetch %B, %leaf {offset = N}`` starts each iteration by
+prefetching the region of %B the stage reads in that iteration (bound
+inference, as for compute_at) with the leaf's value moved on by N: one
+``tir.prefetch`` per cache line along the last dimension, in loops over
+the others.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ from ...ir import types as T
 from ...ir.core import Block, Region
 from .bounds import Aff, IndexIntervals, Interval, Unbounded
 from .schedule_state import Split
+
+# the cache line a tir.prefetch brings in (x86 and most ARM cores)
+PREFETCH_LINE_BYTES = 64
 
 
 class AttachCtx:
@@ -195,6 +204,8 @@ class NestBuilder:
                     self.open_guard(st, g)
             for prod in self.attached.get((st, iv), ()):
                 self.emit_attached(prod, st, p)
+            for tensor, offset, op in iv.prefetch:
+                self.emit_prefetch(st, p, iv, tensor, offset, op)
         self.emit_body(st)
         e.at(start)
         e.loc = saved_loc
@@ -321,9 +332,44 @@ class NestBuilder:
         self.remap[prod.compute.results[0]] = (local, bases)
         self.emit_stage(prod, AttachCtx(bases, affs, exts, need_lo, need_hi))
 
+    def emit_prefetch(self, st, p, iv, tensor, offset, op):
+        """tir.prefetch ops for what `st` reads of `tensor` in iteration
+        iv + offset of its leaf at position p (module docstring)."""
+        from ...dialects.tir.ops import ForOp
+        e = self.e
+        if tensor in self.remap:
+            raise op.error("cannot prefetch a stage computed at a loop (compute_at): it is local storage")
+        try:
+            region = self.region(tensor, st, p)
+        except Unbounded as ex:
+            raise op.error(f"cannot bound the region of the tensor that '{st.name}' reads: {ex}")
+        v = e.lookup(("iv", st, iv))
+        if not any(v is not None and it.base.terms.get(v) for it in region):
+            raise op.error(f"'{st.name}' reads the same part of the tensor in every iteration of '{iv.name}': "
+                           "nothing to prefetch ahead")
+        per_line = max(1, PREFETCH_LINE_BYTES * 8 // tensor.type.element_type.bitwidth)
+        saved = e.block
+        idx = []
+        for d, it in enumerate(region):
+            base = it.base + Aff(it.base.terms.get(v, 0) * offset)
+            if d == len(region) - 1:
+                break
+            if it.span == 0:
+                idx.append(e.val(base.emit(e)))
+                continue
+            loop = ForOp.create(0, it.span + 1, "serial", None, f"pf{d}", e.loc, {})
+            e.block.append(loop)
+            e.at(loop.body)
+            idx.append(e.val(e.add(base.emit(e), loop.induction_var)))
+        last = region[-1]
+        start = last.base + Aff(last.base.terms.get(v, 0) * offset)
+        for line in range(0, last.span + 1, per_line):
+            e.op("tir.prefetch", [tensor] + idx + [e.val(e.add(start.emit(e), line))], [])
+        e.at(saved)
+
     def region(self, prod, cons, p):
-        """Per dimension of `prod`, the Interval `cons` reads when its
-        leaves up to position p are fixed."""
+        """Per dimension of `prod` (a stage, or any tensor), the Interval
+        `cons` reads when its leaves up to position p are fixed."""
         c = cons.compute
         fixed = set(cons.leaves[:p + 1])
         ctx = self.ctx[cons]
@@ -335,7 +381,7 @@ class NestBuilder:
             args[arg] = it
         ii = IndexIntervals(args, self.e, self.ranges)
         region = None
-        res = prod.compute.results[0]
+        res = prod.compute.results[0] if hasattr(prod, "compute") else prod
         for op in c.body.ops:
             if not isinstance(op, ReadOp) or op.tensor is not res:
                 continue

@@ -10,6 +10,7 @@ and a leaf order.  Schedule ops run in program order:
 * loop kinds (parallel, vectorized, unrolled, thread) and pragmas mark
   leaves; ``te.annotate`` names the kind by a value (AutoTVM's annotate knob);
 * compute_inline / compute_root / compute_at set where a stage goes;
+* ``te.prefetch`` asks a leaf's loop to prefetch a tensor (loop_nest.py);
 * set_scope / storage_align / double_buffer describe its buffer (storage.py).
 
 Stage ops (cache_read, cache_write, rfactor) were carried out before
@@ -31,7 +32,7 @@ THREAD_KIND = "thread"
 
 
 class IterVar:
-    __slots__ = ("name", "reduce", "kind", "thread", "pragmas", "made_by", "consumed_by", "root_index")
+    __slots__ = ("name", "reduce", "kind", "thread", "pragmas", "prefetch", "made_by", "consumed_by", "root_index")
 
     def __init__(self, name, reduce, made_by=None, root_index=None):
         self.name = name
@@ -39,6 +40,7 @@ class IterVar:
         self.kind = "serial"
         self.thread = None
         self.pragmas = {}
+        self.prefetch = []              # (tensor, offset, te.prefetch op) for the loop's top
         self.made_by = made_by          # the relation that created it (None for a root axis)
         self.consumed_by = None         # the relation that split or fused it
         self.root_index = root_index
@@ -189,6 +191,9 @@ class Schedule:
         self.split(op, st, iv, int_attr(op, "factor"), int_attr(op, "nparts"), op.results)
 
     def split(self, op, st, iv, factor, nparts, results):
+        if iv.prefetch:
+            raise op.error(f"cannot split axis '{iv.name}': it prefetches (te.prefetch); split first",
+                           notes=[(iv.prefetch[0][2].loc, "prefetch here")])
         n = factor if factor is not None else nparts
         if n <= 0:
             raise op.error(f"split {'factor' if factor is not None else 'nparts'} must be positive, got {n}")
@@ -219,7 +224,7 @@ class Schedule:
         if len({iv.reduce for iv in ivs}) != 1:
             raise op.error("cannot fuse a spatial axis with a reduce axis")
         for iv in ivs:
-            if iv.kind != "serial" or iv.pragmas:
+            if iv.kind != "serial" or iv.pragmas or iv.prefetch:
                 raise op.error(f"cannot fuse axis '{iv.name}': it is already annotated ({iv.kind})")
         cur = ivs[0]
         for nxt in ivs[1:]:   # n-ary fuse: a chain of binary ones, outermost first
@@ -289,6 +294,15 @@ class Schedule:
                 v = int_attr(op, k)
             iv.pragmas["pragma_" + k] = v
 
+    def _prefetch(self, op):
+        from ...dialects.te.ops import ReadOp
+        tensor = op.operands[0]
+        st, iv = self.leaf(op, op.operands[1])
+        offset = int_attr(op, "offset")
+        if not any(isinstance(r, ReadOp) and r.tensor is tensor for r in st.compute.body.ops):
+            raise op.error(f"stage '{st.name}' does not read the tensor it is asked to prefetch")
+        iv.prefetch.append((tensor, offset, op))
+
     def _compute_inline(self, op):
         st = self.stage_of(op, op.operands[0])
         if st.compute.results[0] in self.outputs:
@@ -344,7 +358,7 @@ _APPLY = {
     S.AxesOp: Schedule._axes, S.SplitOp: Schedule._split, S.TileOp: Schedule._tile, S.FuseOp: Schedule._fuse,
     S.ReorderOp: Schedule._reorder, S.ParallelOp: Schedule._parallel, S.VectorizeOp: Schedule._vectorize,
     S.UnrollOp: Schedule._unroll, S.BindOp: Schedule._bind, S.AnnotateOp: Schedule._annotate_kind,
-    S.PragmaOp: Schedule._pragma,
+    S.PragmaOp: Schedule._pragma, S.PrefetchOp: Schedule._prefetch,
     S.ComputeInlineOp: Schedule._compute_inline, S.ComputeRootOp: Schedule._compute_root,
     S.SetScopeOp: Schedule._set_scope, S.StorageAlignOp: Schedule._storage_align,
     S.DoubleBufferOp: Schedule._double_buffer, S.ComputeAtOp: Schedule._compute_at,

@@ -347,6 +347,9 @@ class ScheduleBuilder:
     def compute_at(self, stage, h):
         self._op("te.compute_at", [stage, h])
 
+    def prefetch(self, tensor, h, offset):
+        self._op("te.prefetch", [tensor, h], offset=offset)
+
     # -- stage and storage ops (stage ops return the new stage, a tensor) --
 
     def _stage_op(self, name, operands, result_type, result_name, **attrs):

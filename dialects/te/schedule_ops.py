@@ -14,6 +14,7 @@ out and erases them::
     te.annotate %ji {kind = "vectorize"}     none / unroll / vectorize / parallel / bind:TAG
     te.pragma %f {auto_unroll_max_step = 16}  annotations for the loop
     te.compute_inline %P    te.compute_root %P    te.compute_at %P, %jo
+    te.prefetch %B, %k {offset = 768}        at each %k, prefetch what %k + 768 reads of %B
 
 Stage ops make a new stage (a tensor) and are carried out before the
 others (stage_rewrite.py), so later schedule ops can name what they make::
@@ -296,6 +297,30 @@ class ComputeAtOp(ScheduleOp):
     STAGE_OPERANDS = 1
 
 
+class PrefetchOp(ScheduleOp):
+    """``te.prefetch %B, %k {offset = N}`` (TVM's ``s[C].prefetch(B, k, N)``):
+    at the top of each iteration of loop %k, prefetch the part of tensor %B
+    (a parameter or a stage) that %k's stage reads in iteration k + N, one
+    tir.prefetch per cache line.  The shifted indices may pass %B's
+    dimensions (a prefetch never faults): with %B packed as [.., jo, k, ji],
+    k + K is row k of the next panel, which is how the GEMM schedule reads
+    a weight's next panel from memory while its current one is in cache.
+    The offset may be a knob."""
+
+    __slots__ = ()
+    name = "te.prefetch"
+    OPERANDS = ("tensor", "axis")
+    RESULTS = ()
+    ATTRS = {"offset": Attr(INT)}
+
+    def verify_(self):
+        b, axis = self.operands
+        if not isinstance(b.type, T.TensorType):
+            raise self.error(f"operand #0 must be a tensor, got {b.type}")
+        if axis.type is not AXIS:
+            raise self.error(f"operand #1 must be an axis handle (!te.axis), got {axis.type}")
+
+
 class SetScopeOp(ScheduleOp):
     __slots__ = ()
     name = "te.set_scope"
@@ -406,5 +431,5 @@ class RFactorOp(StageOp):
 # the stage-making ones (cache_read, cache_write, rfactor) from StageOp
 STAGE_OPS = (CacheWriteOp, CacheReadOp, RFactorOp)
 SCHEDULE_OPS = (AxesOp, SplitOp, TileOp, FuseOp, ReorderOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, AnnotateOp,
-                PragmaOp,
+                PragmaOp, PrefetchOp,
                 ComputeInlineOp, ComputeRootOp, ComputeAtOp, SetScopeOp, StorageAlignOp, DoubleBufferOp) + STAGE_OPS

@@ -450,6 +450,9 @@ class _Compiler:
     def op_tir_barrier(self, op):
         return None   # outside a lockstep thread group: nothing to wait for
 
+    def op_tir_prefetch(self, op):
+        return None   # a cache hint: nothing to compute
+
     def op_tir_broadcast(self, op):
         a = self.slot(op.operands[0])
         r = self.slot(op.results[0])
@@ -488,6 +491,7 @@ _HANDLERS = {
     tir.ForOp: _Compiler.op_tir_for,
     tir.IfOp: _Compiler.op_tir_if,
     tir.BarrierOp: _Compiler.op_tir_barrier,
+    tir.PrefetchOp: _Compiler.op_tir_prefetch,
     tir.BroadcastOp: _Compiler.op_tir_broadcast,
     tir.IntrinOp: _Compiler.op_tir_intrin,
 }

@@ -251,6 +251,33 @@ class StoreOp(Operation):
     ASSEMBLY_FORMAT = "$value `,` $buffer `[` $indices `]` attr-dict `:` type($value)"
 
 
+class PrefetchOp(Operation):
+    """``tir.prefetch %A[%i, %j] : memref<...>``: a hint that the cache line
+    holding that element will be read soon (te.prefetch makes it).  The
+    indices may run past a dimension, not past what the flat address
+    reaches: a prefetch never faults, and reading the next panel of a
+    packed weight is indexing its k past the end.  LLVM: llvm.prefetch
+    into the L2 cache; the interpreter and CUDA ignore it."""
+
+    __slots__ = ()
+    name = "tir.prefetch"
+    OPERANDS = ("buffer", "*indices")
+    RESULTS = ()
+
+    def verify_(self):
+        b, *idx = self.operands
+        bt = b.type
+        # (a tensor while lower-te-to-tir has not yet replaced it by its buffer)
+        if not isinstance(bt, (T.MemRefType, T.TensorType)):
+            raise self.error(f"prefetches from a {bt}, not a memref")
+        if len(idx) != bt.rank:
+            raise self.error(f"gives {len(idx)} indices for a rank-{bt.rank} buffer")
+        if any(v.type is not T.index for v in idx):
+            raise self.error("indices must be index values")
+
+    ASSEMBLY_FORMAT = "$buffer `[` $indices `]` attr-dict `:` type($buffer)"
+
+
 class AllocOp(Operation):
     """``%B = tir.alloc {double_buffer} : memref<...>``; the optional unit
     attribute asks tir-inject-double-buffer to double it."""
