@@ -364,8 +364,9 @@ class FuncCodegen:
 
     # memory -----------------------------------------------------------------
 
-    def address(self, buf, indices):
-        """Pointer to element `indices` of `buf` (row-major)."""
+    def address(self, buf, indices, inbounds=True):
+        """Pointer to element `indices` of `buf` (row-major); `inbounds`
+        False for an address that may lie past the buffer (tir.prefetch)."""
         b = self.b
         dims = self.dims[buf]
         idx = [self.v(i) for i in indices]
@@ -377,7 +378,7 @@ class FuncCodegen:
             lin = b.add(m, i)
             lin.flags.append("nsw")
         et = llvm_type(buf.type.element_type)
-        return b.gep(self.v(buf), [lin], inbounds=True, source_etype=et)
+        return b.gep(self.v(buf), [lin], inbounds=inbounds, source_etype=et)
 
     def op_tir_load(self, op):
         buf, *idx = op.operands
@@ -558,14 +559,9 @@ class FuncCodegen:
         a plain getelementptr: its indices may pass a dimension (tir.prefetch),
         which inbounds would make undefined."""
         buf, *idx = op.operands
-        dims = self.dims[buf]
-        b = self.b
-        lin = self.v(idx[0]) if idx else c64(0)
-        for d, i in zip(dims[1:], idx[1:]):
-            lin = b.add(b.mul(lin, c64(d) if isinstance(d, int) else d), self.v(i))
-        ptr = b.gep(self.v(buf), [lin], inbounds=False, source_etype=llvm_type(buf.type.element_type))
+        ptr = self.address(buf, idx, inbounds=False)
         fn = declare(self.m, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
-        b.call(fn, [ptr, ir.Constant(I32, 0), ir.Constant(I32, PREFETCH_LOCALITY), ir.Constant(I32, 1)])
+        self.b.call(fn, [ptr, ir.Constant(I32, 0), ir.Constant(I32, PREFETCH_LOCALITY), ir.Constant(I32, 1)])
 
     def op_tir_broadcast(self, op):
         # insertelement into lane 0, then a zero shuffle mask: LLVM's splat idiom

@@ -152,7 +152,7 @@ def default_schedule(e, outputs, target="llvm"):
             if pack is not None:
                 packs.add(pack)
             gemms[c] = (mb, nb, c in padded)
-            weight = streamed_weight(c, b_read, deps)
+            weight = streamed_weight(c, b_read)
             if weight is not None:
                 streamed[c] = weight
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]   # with the stages added

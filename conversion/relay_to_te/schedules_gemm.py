@@ -60,16 +60,16 @@ ROWS = (14, 12, 8, 6, 4)   # the tile's rows: unrolled, one broadcast of A each 
 # A tile one vector wide does a broadcast per FMA: more rows than this
 # only add loads (AVX-512, 1024^3: 28 x 16 ran at 80 GFLOP/s, 14 x 32 at 146)
 MAX_ROWS_ONE_VECTOR = 8
+# flatten_rows applies below this last row axis (a 1x1 conv's output
+# width): at 7 and 14 the flattened GEMM was 1.4x-1.9x faster; at 28, 56
+# and 112 it was within the noise, and costs a pass over a larger output
+MAX_FLAT_WIDTH = 16
 
 
 def tile_rows(per_row, vu):
     """The tile heights of ROWS whose accumulators fit, tallest first, for
     rows of `per_row` vectors."""
     return [f for f in ROWS if f * per_row <= vu.gemm_accumulators and (per_row > 1 or f <= MAX_ROWS_ONE_VECTOR)]
-# flatten_rows applies below this last row axis (a 1x1 conv's output
-# width): at 7 and 14 the flattened GEMM was 1.4x-1.9x faster; at 28, 56
-# and 112 it was within the noise, and costs a pass over a larger output
-MAX_FLAT_WIDTH = 16
 
 
 def gemm_plan(c, deps, vu):
@@ -117,7 +117,7 @@ def gemm_plan(c, deps, vu):
 MIN_STREAMED_BYTES = 1 << 20
 
 
-def streamed_weight(c, b_read, deps):
+def streamed_weight(c, b_read):
     """The tensor of GEMM `c`'s B read when it is a weight packed in panels
     (nn.contrib_dense_pack's [.., N/n, K, n]: packed_width) of at least
     MIN_STREAMED_BYTES, else None."""

@@ -348,23 +348,19 @@ class NestBuilder:
             raise op.error(f"'{st.name}' reads the same part of the tensor in every iteration of '{iv.name}': "
                            "nothing to prefetch ahead")
         per_line = max(1, PREFETCH_LINE_BYTES * 8 // tensor.type.element_type.bitwidth)
+        bases = [it.base + Aff(it.base.terms.get(v, 0) * offset) for it in region]
         saved = e.block
         idx = []
-        for d, it in enumerate(region):
-            base = it.base + Aff(it.base.terms.get(v, 0) * offset)
-            if d == len(region) - 1:
-                break
+        for d, it in enumerate(region[:-1]):
             if it.span == 0:
-                idx.append(e.val(base.emit(e)))
+                idx.append(e.val(bases[d].emit(e)))
                 continue
             loop = ForOp.create(0, it.span + 1, "serial", None, f"pf{d}", e.loc, {})
             e.block.append(loop)
             e.at(loop.body)
-            idx.append(e.val(e.add(base.emit(e), loop.induction_var)))
-        last = region[-1]
-        start = last.base + Aff(last.base.terms.get(v, 0) * offset)
-        for line in range(0, last.span + 1, per_line):
-            e.op("tir.prefetch", [tensor] + idx + [e.val(e.add(start.emit(e), line))], [])
+            idx.append(e.val(e.add(bases[d].emit(e), loop.induction_var)))
+        for line in range(0, region[-1].span + 1, per_line):
+            e.op("tir.prefetch", [tensor] + idx + [e.val(e.add(bases[-1].emit(e), line))], [])
         e.at(saved)
 
     def region(self, prod, cons, p):

@@ -189,7 +189,6 @@ _UNIFORM_PRED = {("sge", 0): True, ("slt", 0): True, ("sle", 1): True, ("sgt", 1
 def _lane_uniform_cmp(op, of, loop) -> bool:
     """Whether cmpi `op` of an affine index (stride 1) and a uniform one is
     the same in all lanes of `loop` (module docstring)."""
-    from ..bounds import linear
     (ka, sa), (kb, sb) = of(op.operands[0]), of(op.operands[1])
     if (ka, sa, kb) == (A, 1, U):
         side = 0
