@@ -124,12 +124,11 @@ def default_schedule(e, outputs, target="llvm"):
     tiles sized for `target`'s vector registers.  A stage the schedule
     rewrites (flatten_rows, pad_gemm) is replaced in the list `outputs` too, which
     the caller then returns."""
-    from .schedules_gemm import flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, prefetch_panels, streamed_weight, \
-        tile_gemm
+    from .schedules_gemm import flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, prefetch_panels, tile_gemm
     vu = vector_unit(target)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
-    gemms, packs, padded, streamed = {}, set(), {}, {}
+    gemms, packs, padded = {}, set(), {}
     for c in computes:
         if c.reducer is None:
             continue
@@ -152,9 +151,6 @@ def default_schedule(e, outputs, target="llvm"):
             if pack is not None:
                 packs.add(pack)
             gemms[c] = (mb, nb, c in padded)
-            weight = streamed_weight(c, b_read)
-            if weight is not None:
-                streamed[c] = weight
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]   # with the stages added
     outs = output_computes(outputs)
     pads = {}   # reduction -> the padding it reads, computed at its tile
@@ -192,14 +188,14 @@ def default_schedule(e, outputs, target="llvm"):
         anchor = epilogue.get(o)
         if anchor is None and o in gemms:
             local = _tile_cached(s, o, lambda st: tile_gemm(s, st, *gemms[o]), o.rank - 2, pads.pop(o, None))
-            prefetch_panels(s, local, streamed.get(o))
+            prefetch_panels(s, local)
             continue
         if anchor in gemms:
             f = tile_gemm(s, Stage(s, o), *gemms[anchor])
             s.compute_at(anchor.results[0], f)
             local = Stage(s, anchor)
             tile_local(s, local, anchor.rank - 2)
-            prefetch_panels(s, local, streamed.get(anchor))
+            prefetch_panels(s, local)
             continue
         if anchor is None and o.reducer is not None:
             if row_reduction(o):
@@ -208,8 +204,9 @@ def default_schedule(e, outputs, target="llvm"):
             block = block_axis(o, vu)
             if block is not None or (o.rank > 1 and vector_factor(o.tensor_type.shape[-1])):
                 # (unblocked: pooling) the vector accumulator still in a register
-                _tile_cached(s, o, lambda st: tile(s, st, block, vu, wide_rows(o), columns_outer(o)), block,
-                             pads.pop(o, None))
+                local = _tile_cached(s, o, lambda st: tile(s, st, block, vu, wide_rows(o), columns_outer(o)), block,
+                                     pads.pop(o, None))
+                prefetch_panels(s, local)
                 continue
         if anchor is None and o.reducer is None:
             a = transposed_axis(o)
@@ -222,7 +219,9 @@ def default_schedule(e, outputs, target="llvm"):
                  outer_only=anchor is None and o.reducer is None)
         if anchor is not None:
             s.compute_at(anchor.results[0], f)
-            _pad_at(s, pads.pop(anchor, None), tile_local(s, Stage(s, anchor), block))
+            local = Stage(s, anchor)
+            _pad_at(s, pads.pop(anchor, None), tile_local(s, local, block))
+            prefetch_panels(s, local)
     for pad in pads.values():   # readers tiled some other way: the padding at root
         tile(s, Stage(s, pad), None, vu)
 
