@@ -77,7 +77,10 @@ from ...dialects.te.builder import ScheduleBuilder
 from ...dialects.te.ops import ComputeOp, ReadOp
 from ...ir.attributes import DialectAttr
 
-BLOCKS = (16, 14, 8, 7, 6, 4)   # register blocking: the largest that fits and divides (14, 7: CNN widths 28, 56, 112)
+BLOCKS = (16, 14, 8, 7, 6, 4)   # ragged register blocks (block_factor)
+# A smaller exact divisor leaves too few accumulators to hide the FMA
+# latency; a ragged block of BLOCKS does better
+MIN_EXACT_BLOCK = 5
 
 
 def vector_factor(n):
@@ -574,24 +577,23 @@ def accumulators(rows, width, vu):
 
 def block_factor(n, per_row, vu, ragged=True):
     """The blocking factor for an axis of extent n when each row of the
-    tile takes `per_row` vector registers: the largest of BLOCKS that
-    divides n and keeps the tile within the target's accumulators (a
-    GEMM's, VectorUnit.gemm_accumulators, for rows of two vectors or more:
-    they broadcast one operand, so taller tiles save loads; 3x3 convs of
-    ResNet at 56, 28 and 14 pixels: 8% faster with 14 x 32 than 8 x 32).  When
-    none divides (the 13, 27 and 55 pixel rows of SqueezeNet) and
-    `ragged`, the one that covers most of n with whole tiles, weighted by
-    its size (13: 6, two tiles and a row; 27 and 55: 8); tile() then leaves
-    the block loop serial, and tir-loop-partition splits the partial last
-    tile off."""
-    limit = vu.gemm_accumulators if per_row > 1 else vu.accumulators
-    fits = [f for f in BLOCKS if f * per_row <= limit]
-    for f in fits:
-        if n % f == 0:
-            return f
+    tile takes `per_row` vector registers: the largest divisor of n that
+    keeps the tile within the target's accumulators (a GEMM's,
+    VectorUnit.gemm_accumulators, for rows of two vectors or more: they
+    broadcast one operand, so taller tiles save loads; 3x3 convs of ResNet
+    at 56, 28 and 14 pixels: 8% faster with 14 x 32 than 8 x 32), when it
+    is MIN_EXACT_BLOCK or more (SqueezeNet's rows of 13, 27 and 55 pixels:
+    13, 9 and 11).  Else, when `ragged`, the one of BLOCKS that covers most
+    of n with whole tiles, weighted by its size (111: 14, seven tiles and
+    a partial one); tile() then leaves the block loop serial, and
+    tir-loop-partition splits the partial last tile off."""
+    limit = (vu.gemm_accumulators if per_row > 1 else vu.accumulators) // per_row
+    exact = max((f for f in range(MIN_EXACT_BLOCK, min(n, limit) + 1) if n % f == 0), default=None)
+    if exact is not None:
+        return exact
     if not ragged:
         return None
-    return max((f for f in fits if f < n), key=lambda f: (f * (n // f), f), default=None)
+    return max((f for f in BLOCKS if f <= limit and f < n), key=lambda f: (f * (n // f), f), default=None)
 
 
 def columns_outer(c):
