@@ -614,23 +614,26 @@ def test_streamed_weight_prefetches_its_next_panel():
         np.testing.assert_allclose(cm.run(x), x @ w.T, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("cin, cout, big", [(128, 256, True), (16, 64, False)])
-def test_conv_streams_its_packed_weight_one_panel_ahead(cin, cout, big):
-    """An NHWC conv whose OHWI32o weight is large (1.2 MB) prefetches the
-    next output-channel panel from its input-channel loop: te.prefetch with
-    offset KH * KW * I, the rows of one panel; a small weight does not.
-    Both are numpy's answer, with the bias and relu of the epilogue."""
+@pytest.mark.parametrize("cin, cout, k, big", [(128, 256, 3, True), (16, 64, 3, False), (1024, 256, 1, True)])
+def test_conv_streams_its_packed_weight_one_panel_ahead(cin, cout, k, big):
+    """An NHWC conv whose packed weight is large (1 MB or more) prefetches
+    the next output-channel panel from its input-channel loop: te.prefetch
+    with offset KH * KW * I, the rows of one panel; a small weight does
+    not.  The 3x3 conv's weight is OHWI32o; the 1x1 conv at 6x5 pixels is
+    a GEMM over the 30 flattened rows, tiled at the root.  All are numpy's
+    answer, with the bias and relu of the epilogue."""
     from tvmd.autotvm.dispatch import apply_best
     from tvmd.conversion.relay_to_te.schedules_gemm import MIN_STREAMED_BYTES
     from tvmd.ir.attributes import DenseAttr
     from tvmd.runtime.build import build
-    assert (cout * cin * 9 * 4 >= MIN_STREAMED_BYTES) == big
-    wt, bias = randn(cout, cin, 3, 3), randn(cout)
+    assert (cout * cin * k * k * 4 >= MIN_STREAMED_BYTES) == big
+    wt, bias = randn(cout, cin, k, k), randn(cout)
+    p = k // 2
     out = f"tensor<1x{cout}x6x5xf32>"
     text = f"""relay.func @main(%x: tensor<1x{cin}x6x5xf32>) -> {out} {{
-  %w = constant dense<0.0> : tensor<{cout}x{cin}x3x3xf32>
+  %w = constant dense<0.0> : tensor<{cout}x{cin}x{k}x{k}xf32>
   %b = constant dense<0.0> : tensor<{cout}xf32>
-  %0 = nn.conv2d(%x, %w) {{padding = [1, 1, 1, 1]}} : {out}
+  %0 = nn.conv2d(%x, %w) {{padding = [{p}, {p}, {p}, {p}]}} : {out}
   %1 = nn.bias_add(%0, %b) : {out}
   %2 = nn.relu(%1) : {out}
   return %2
@@ -648,8 +651,9 @@ def test_conv_streams_its_packed_weight_one_panel_ahead(cin, cout, big):
         f'lower-relay-to-te{{target="{AVX512}"}}'), get_pass_class)).run(m)
     apply_best(m, None)
     te = print_module(m)
-    assert f"x3x3x{cin}x32xf32>" in te   # OHWI32o
-    assert (f"te.prefetch %p1, %rc_1 {{offset = {9 * cin}}}" in te) == big, te
+    assert (f"x{cin}x32xf32>" in te) and (f"x{k}x{k}x{cin}x32xf32>" in te) == (k > 1)   # OHWI32o / NC32n
+    prefetches = [line.strip() for line in te.splitlines() if "te.prefetch" in line]
+    assert prefetches == ([f"te.prefetch %p1, %{'rc' if k > 1 else 'k'}_1 {{offset = {k * k * cin}}}"] if big else []), te
     x = randn(1, cin, 6, 5)
-    want = conv_nchw_ref(x, wt, 1) + bias[None, :, None, None]
+    want = conv_nchw_ref(x, wt, p) + bias[None, :, None, None]
     np.testing.assert_allclose(build(module(), progress=False).run(x), np.maximum(want, 0), rtol=1e-4, atol=1e-4)

@@ -178,6 +178,7 @@ def default_schedule(e, outputs, target="llvm"):
                     epilogue[o] = c
                 else:
                     tile_gemm(s, Stage(s, c), *gemms[c])
+                    prefetch_panels(s, Stage(s, c))
                 continue
             if row_reduction(c):
                 tile_row_reduction(s, c)
@@ -187,6 +188,7 @@ def default_schedule(e, outputs, target="llvm"):
                 epilogue[o] = c
             else:
                 tile(s, Stage(s, c), block_axis(c, vu), vu, wide_rows(c), columns_outer(c))
+                prefetch_panels(s, Stage(s, c))
     for o in outs:
         anchor = epilogue.get(o)
         if anchor is None and o in gemms:
