@@ -657,3 +657,18 @@ def test_conv_streams_its_packed_weight_one_panel_ahead(cin, cout, k, big):
     x = randn(1, cin, 6, 5)
     want = conv_nchw_ref(x, wt, p) + bias[None, :, None, None]
     np.testing.assert_allclose(build(module(), progress=False).run(x), np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_operand_packed_in_the_kernel_is_not_prefetched():
+    """A matmul of two inputs packs B in the kernel itself, just before the
+    GEMM reads it: a large B (2 MB) is in cache already and is not
+    prefetched, and the kernel compiles (fallback=False) to numpy's answer."""
+    from tvmd.runtime.build import build
+    text = """relay.func @main(%a: tensor<32x512xf32>, %b: tensor<512x1024xf32>) -> tensor<32x1024xf32> {
+  %0 = nn.matmul(%a, %b) : tensor<32x1024xf32>
+  return %0
+}"""
+    cm = build(text, progress=False, fallback=False)
+    assert "_packed" in print_module(cm.module) and "tir.prefetch" not in print_module(cm.module)
+    a, b = randn(32, 512), randn(512, 1024)
+    np.testing.assert_allclose(cm.run(a, b), a @ b, rtol=1e-4, atol=1e-3)

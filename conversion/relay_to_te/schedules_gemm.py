@@ -121,7 +121,8 @@ def streamed_weight(c):
     """(tensor, axis, offset) when reduction `c` reads a weight packed in
     panels of n output columns, [.., j / n, r1, .., rm, j % n] with
     r1 .. rm distinct reduce axes (nn.contrib_dense_pack's [.., N/n, K, n];
-    a conv's OHWI{n}o, [O/n, KH, KW, I, n]), of at least MIN_STREAMED_BYTES:
+    a conv's OHWI{n}o, [O/n, KH, KW, I, n]), a parameter of the kernel (a
+    weight packed at compile time) of at least MIN_STREAMED_BYTES:
     the axis (its position among c's axes) that indexes the panel's rows
     last (k; a conv's input channels) and the offset along it that reaches
     the same row of the next panel (a panel's rows: K; KH * KW * I).
@@ -129,7 +130,8 @@ def streamed_weight(c):
     args = list(c.body.args)
     j, red = args[c.rank - 1], args[c.rank:]
     for op in c.body.ops:
-        if not isinstance(op, ReadOp) or op.guarded:
+        # a stage packed in the kernel itself (a matmul's B) was just written: in cache
+        if not isinstance(op, ReadOp) or op.guarded or op.tensor.defining_op() is not None:
             continue
         idx, t = list(op.indices), op.tensor.type
         if not t.is_static or t.num_elements() * t.element_type.bitwidth // 8 < MIN_STREAMED_BYTES:

@@ -339,10 +339,14 @@ class NestBuilder:
         e = self.e
         if tensor in self.remap:
             raise op.error("cannot prefetch a stage computed at a loop (compute_at): it is local storage")
+        # a stage at the root reads as its te.realize by now
+        tensor = next((b for s, b in self.buffers.items() if s.compute.results[0] is tensor), tensor)
         try:
             region = self.region(tensor, st, p)
         except Unbounded as ex:
             raise op.error(f"cannot bound the region of the tensor that '{st.name}' reads: {ex}")
+        if region is None:
+            raise op.error(f"'{st.name}' does not read the tensor to prefetch")
         v = e.lookup(("iv", st, iv))
         if not any(v is not None and it.base.terms.get(v) for it in region):
             raise op.error(f"'{st.name}' reads the same part of the tensor in every iteration of '{iv.name}': "
