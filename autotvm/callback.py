@@ -36,6 +36,8 @@ def progress_bar(total: int, prefix: str = "", stream=None, done: int = 0):
     state = {"t0": time.perf_counter(), "n": done, "cur": 0.0, "width": 0}
 
     def cb(tuner, _inputs, results):
+        if tuner.confirming:   # the best configs measured again: not trials
+            return
         state["n"] += len(results)
         for r in results:
             state["cur"] = gflops(tuner.task, r)

@@ -9,7 +9,8 @@ spelled out, see task.canonical_target), its workload (task name and
 argument types) is the template's, and its code hash is the template's (the
 template has not changed since it was measured; a record without one, as
 classic AutoTVM wrote them, is taken on trust).  Of those, the fastest
-successful one wins.  Nothing is skipped in silence: :meth:`report` gives one
+successful config wins (by the mean of its measurements, when it has
+several: record.best_by_workload).  Nothing is skipped in silence: :meth:`report` gives one
 line per reason records were passed over (another target, another template
 text), and one line for the templates that had no record and took their
 default config: how many, of how many.
@@ -18,6 +19,8 @@ default config: how many, of how many.
 from __future__ import annotations
 
 from collections import Counter
+
+from .record import best_by_workload
 
 
 class HistoryBest:
@@ -28,14 +31,11 @@ class HistoryBest:
         self.by_workload = {}          # workload -> {code_hash: best record}
         other = {}
         for r in records:
-            if not r.ok:
-                continue
-            if r.target != self.target:
+            if r.ok and r.target != self.target:
                 other.setdefault(r.target, set()).add(r.workload)
-                continue
-            per = self.by_workload.setdefault(r.workload, {})
-            if r.code_hash not in per or r.mean_cost < per[r.code_hash].mean_cost:
-                per[r.code_hash] = r
+        for (workload, code_hash), r in best_by_workload(records, self.target,
+                                                         key=lambda r: (r.workload, r.code_hash)).items():
+            self.by_workload.setdefault(workload, {})[code_hash] = r
         self.other_targets = {t: len(w) for t, w in other.items()}   # target -> workloads
         self.stale = Counter()         # workload: records for another version of the template
         self.applied = 0

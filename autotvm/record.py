@@ -197,16 +197,26 @@ class LogWriter:
         self.close()
 
 
-def best_by_workload(records, target: str | None = None) -> dict:
-    """The fastest successful record per (target, workload)."""
-    best = {}
+def best_by_workload(records, target: str | None = None, key=None) -> dict:
+    """The fastest successful config per workload: `key(record)`, by default
+    (target, workload).  A config measured more than once (tvm-tune measures
+    its best ones again, tune_tasks' `confirm`) counts by the mean of its
+    measurements, so one lucky timing does not make it the best; the record
+    given for it is its last."""
+    key = key or (lambda r: (r.target, r.workload))
+    configs = {}    # (key, code hash, index) -> [sum of costs, measurements, last record]
     for r in records:
         if not r.ok or (target is not None and r.target != target):
             continue
-        key = (r.target, r.workload)
-        if key not in best or r.mean_cost < best[key].mean_cost:
-            best[key] = r
-    return best
+        c = configs.setdefault((key(r), r.code_hash, r.index), [0.0, 0, r])
+        c[0] += r.mean_cost
+        c[1] += 1
+        c[2] = r
+    best = {}
+    for (k, _hash, _index), (total, n, r) in configs.items():
+        if k not in best or total / n < best[k][0]:
+            best[k] = (total / n, r)
+    return {k: r for k, (_cost, r) in best.items()}
 
 
 def pick_best(records) -> list[Record]:

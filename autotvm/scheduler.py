@@ -17,7 +17,10 @@ Algorithm:
    are spread the same way: when a task's turn comes it gets its share of
    the time still left among the tasks still to go;
 4. the tasks are tuned largest share first, each until its trials, its
-   time, its space or ``early_stopping`` runs out.
+   time, its space or ``early_stopping`` runs out;
+5. a task's ``confirm`` fastest configs are measured once more, and its
+   best is the one with the lowest mean (the log keeps every measurement,
+   and apply-history-best reads it the same way).
 
 Records reach the callbacks as they are measured; ``history`` grows with
 them, so later tasks learn from earlier ones of the same template.
@@ -28,12 +31,17 @@ from __future__ import annotations
 import time
 
 
+CONFIRM_TOP = 3   # a task's fastest configs measured once more after its trials
+
+
 def tune_tasks(tasks, weights, measurer, trials: int, tuner: str = "xgb", history=None, callbacks=(),
-               early_stopping=None, time_budget: float | None = None, seed: int = 0, progress=None):
+               early_stopping=None, time_budget: float | None = None, seed: int = 0, progress=None,
+               confirm: int = CONFIRM_TOP):
     """Tune `tasks`; returns their tuners (in task order), each with
     ``total_trials`` (its records, earlier ones included) and ``share``.
     `progress(n, count, budget, done)` makes a per-task callback (a
-    progress line) or None."""
+    progress line) or None.  `confirm`: how many of a task's fastest
+    configs are measured again once its trials are done (Tuner.confirm)."""
     from .extract import allocate_trials
     from .tuner import make_tuner
     seen = history if history is not None else []
@@ -69,6 +77,8 @@ def tune_tasks(tasks, weights, measurer, trials: int, tuner: str = "xgb", histor
         finally:
             if bar is not None and hasattr(bar, "finish"):
                 bar.finish()
+        if t.trials and confirm:
+            t.confirm(confirm, measurer, cbs)
         t.total_trials = done[i] + t.trials
     for t, s in zip(tuners, shares):
         t.share = s

@@ -88,8 +88,11 @@ def test_tvm_tune_a_model_then_run_it_with_the_log(tmp_path):
     assert "fused_nn_matmul_nn_relu" in r.stdout and "model latency:" in r.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     recs = load(log)
-    assert len(recs) == 6 and all(x.ok for x in recs)
-    best = min(recs, key=lambda x: x.mean_cost)
+    assert len(recs) == 9 and all(x.ok for x in recs)   # 6 trials, the 3 fastest measured again
+    timings = {}
+    for x in recs:
+        timings.setdefault(x.index, []).append(x.mean_cost)
+    best = next(x for x in recs if x.index == min(timings, key=lambda i: sum(timings[i]) / len(timings[i])))
 
     # build(tuning_log=) gives the kernel the best config, and the same answer as numpy
     from tvmd.ir.printer import print_module

@@ -311,3 +311,41 @@ def test_real_measurer_tiny_template(kind, kw):
     assert tuner.trials == 8 and len({r.index for r in recs}) == 8
     assert all(r.ok for r in recs), [r.error_msg for r in recs]
     assert tuner.best_index is not None and tuner.best_flops > 0
+
+
+def test_confirm_measures_the_fastest_again_so_a_lucky_timing_loses():
+    """A config whose first timing was lucky (a tenth of its cost) is the
+    best after the trials; confirm(3) measures the 3 fastest configs once
+    more, hands those 3 records to the callbacks (the log) without
+    counting trials, and the best becomes the config with the lowest mean
+    of its timings.  The log read back (apply-history-best, pick_best)
+    chooses the same config."""
+    from tvmd.autotvm.dispatch import HistoryBest
+    from tvmd.autotvm.record import pick_best
+    t = task_of(real_template(16, "[2, 4, 8, 16]", "[4, 8, 16]"))
+    lucky = {"tile_i": 8, "tile_j": 16, "unroll_k": 1}
+    seen = set()
+
+    def timing(v):
+        key = tuple(sorted(v.items()))
+        first = key not in seen
+        seen.add(key)
+        return small_cost(v) / 10 if v == lucky and first else small_cost(v)
+
+    tuner = make_tuner("grid", t, seed=0)
+    log = []
+    m = FakeMeasurer(timing)
+    tuner.tune(len(t.config_space), measurer=m, callbacks=[lambda tu, ins, rs: log.extend(rs)])
+    assert t.config_space.get(tuner.best_index).values == lucky
+    trials = tuner.trials
+    assert pick_best(log)[0].values() == lucky
+    confirmed = []
+    tuner.confirm(3, m, callbacks=[lambda tu, ins, rs: confirmed.extend(rs)])
+    assert tuner.trials == trials and len(confirmed) == 3
+    ranked = sorted(small_cost(r.values()) for r in confirmed)
+    assert ranked[0] == min(small_cost(t.config_space.get(i).values) for i in range(len(t.config_space)))
+    best = t.config_space.get(tuner.best_index).values
+    assert best == {"tile_i": 16, "tile_j": 16, "unroll_k": 1}   # small_cost's optimum
+    log += confirmed
+    assert pick_best(log)[0].values() == best
+    assert HistoryBest(log, t.target).query(t).values() == best

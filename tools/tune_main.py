@@ -1,8 +1,8 @@
 """tvm-tune: AutoTVM over te templates.
 
     tvm-tune kernel.te|model.relay|model.onnx --trials N --log tune.json
-             [--tuner xgb|ga|random|grid] [--early-stopping K] [--time-budget S] [--resume] [--target T] [--seed S]
-             [--number N] [--repeat R] [--min-repeat-ms MS] [--timeout S]
+             [--tuner xgb|ga|random|grid] [--early-stopping K] [--confirm K] [--time-budget S] [--resume]
+             [--target T] [--seed S] [--number N] [--repeat R] [--min-repeat-ms MS] [--timeout S]
              [--build-timeout S] [--parallel N] [--flush-cache] [--no-check]
              [--cluster tcp://host:8786]
     tvm-tune --space template.te
@@ -12,7 +12,9 @@ Tuning: each te.func with knobs is a template (a model's kernels' default
 schedules are: autotvm/extract.py); templates of one workload (task name
 and argument types) are one task.  The N trials are spread over the tasks
 by their share of the time (autotvm/scheduler.py; each task's default
-config is measured first), and so is ``--time-budget``.  Each config is
+config is measured first), and so is ``--time-budget``; once a task's
+trials are done its ``--confirm`` fastest configs are measured again and
+its best is the one with the lowest mean.  Each config is
 built in a worker process and timed in an isolated one
 (autotvm/measure.py).  Every record is appended to the log and flushed at
 once; ``--resume`` continues a log (its configs are not measured again and
@@ -31,6 +33,7 @@ import math
 import os
 import sys
 
+from ..autotvm.scheduler import CONFIRM_TOP
 from .cmdline import ToolDriver, report_internal_error, take_input, take_value, tool_main
 
 USAGE = ("usage: tvm-tune template.te|model.relay|model.onnx --trials N --log tune.json "
@@ -44,6 +47,8 @@ HELP = """Tunes AutoTVM templates: te functions whose schedule ops take knobs,
   --log FILE           the tuning log (AutoTVM v0.2 JSON lines), appended per record
   --tuner KIND         xgb (default), ga, random or grid
   --early-stopping K   stop a task after K trials without a better config
+  --confirm K          measure each task's K fastest configs once more after its trials, and
+                       take the best by the mean of its measurements (default 3; 0: off)
   --time-budget S      stop after S seconds, spread over the tasks by their share of the time
   --resume             continue an existing log: its configs count and are not re-measured
   --target T           the target to tune for (default llvm: this CPU)
@@ -63,7 +68,7 @@ HELP = """Tunes AutoTVM templates: te functions whose schedule ops take knobs,
   --help, --version"""
 
 TUNERS = ("xgb", "ga", "random", "grid")
-INT_FLAGS = {"--trials": 1, "--early-stopping": 1, "--seed": 0, "--number": 1, "--repeat": 1, "--parallel": 1}
+INT_FLAGS = {"--trials": 1, "--early-stopping": 1, "--confirm": 0, "--seed": 0, "--number": 1, "--repeat": 1, "--parallel": 1}
 FLOAT_FLAGS = {"--min-repeat-ms": 0.0, "--timeout": 1e-3, "--build-timeout": 1e-3, "--time-budget": 0.0}
 VALUE_FLAGS = set(INT_FLAGS) | set(FLOAT_FLAGS) | {"--log", "--tuner", "--target", "--pick-best", "-o",
                                                     "--output", "--cluster", "--plot"}
@@ -78,6 +83,7 @@ class Options:
         self.log = self.log_index = None
         self.tuner = "xgb"
         self.early_stopping = None
+        self.confirm = CONFIRM_TOP
         self.target = "llvm"
         self.target_index = None
         self.seed = 0
@@ -301,7 +307,7 @@ class Driver(ToolDriver):
             return progress_bar(budget, f"[Task {n:2d}/{count:2d}] ", done=done)
         return tune_tasks(tasks, weights, measurer, o.trials, o.tuner, history=seen,
                           callbacks=[log_to_file(writer)], early_stopping=o.early_stopping,
-                          time_budget=o.time_budget, seed=o.seed, progress=bar)
+                          time_budget=o.time_budget, seed=o.seed, progress=bar, confirm=o.confirm)
 
     def model_latency(self, o) -> str:
         """The model's latency untuned and with the log, built as tvm-run
