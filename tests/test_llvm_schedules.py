@@ -359,7 +359,16 @@ def test_softmax_and_layer_norm_rows():
 }"""
     te, k, f = te_and_kernel(sm)
     assert te.count("llvm_vectorize") >= 2 and "te.parallel" in te
+    # exp(x - max) is a stage computed once, read by the sum and the output
+    assert te.count('te.intrin "exp"') == 1 and "%T_softmax_exp = te.compute" in te
+    assert "te.compute_inline %T_softmax_exp" not in te and "te.axes %T_softmax_exp" in te
     x = randn(6, 50) * 10
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(run(k, f, x), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+    # along an axis that is not the last
+    sm = sm.replace("6x50", "4x7x9").replace("axis = -1", "axis = 1")
+    te, k, f = te_and_kernel(sm)
+    x = randn(4, 7, 9) * 10
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(run(k, f, x), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
 

@@ -12,7 +12,7 @@ softmax, normalisations, nn.pad and the reshaping nn ops.
                                (off = pad_before - d*(K-1)), then
                                out[n, o, *y] = sum_{rc, *r} D[n, g*I + rc, *(y + r*d)] * w[g*I + rc, o % Og, *(K-1-r)]
     nn.matmul / batch_matmul   sum over k, transposes by index order; a batch of 1 broadcasts
-    nn.softmax                 max over the axis, sum of exp(x - max), exp(x - max) / sum
+    nn.softmax                 max over the axis, e = exp(x - max) (a stage), its sum s, e * (1 / s)
     nn.log_softmax             x - max - log(sum of exp(x - max))
     nn.batch_norm              (x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c];
                                returns the tuple (out, mean, var) (copies)
@@ -265,17 +265,25 @@ def softmax(e, op, args):
 
     def shifted(e, idx, k):
         return e.binary("sub", e.read(x, _insert(idx, axis, k)), e.read(mx, idx))
-    sm = compute(e, rt, lambda e, *idx: e.intrin("exp", shifted(e, idx[:-1], idx[-1])), reduce=[("k", n)],
+    if isinstance(op, LogSoftmaxOp):
+        sm = compute(e, rt, lambda e, *idx: e.intrin("exp", shifted(e, idx[:-1], idx[-1])), reduce=[("k", n)],
+                     reducer="sum", names=names, name="T_softmax_expsum")
+
+        def log_body(e, *idx):
+            rest = idx[:axis] + idx[axis + 1:]
+            return e.binary("sub", shifted(e, rest, idx[axis]), e.intrin("log", e.read(sm, rest)))
+        return compute(e, t, log_body, names=axis_names(t.rank), name=stage_name(op, "T_log_softmax"))
+    # exp once, as a stage of its own (TVM's T_softmax_exp), read by the sum and the output
+    ex = compute(e, t, lambda e, *idx: e.intrin("exp", shifted(e, idx[:axis] + idx[axis + 1:], idx[axis])),
+                 names=axis_names(t.rank), name="T_softmax_exp")
+    sm = compute(e, rt, lambda e, *idx: e.read(ex, _insert(idx[:-1], axis, idx[-1])), reduce=[("k", n)],
                  reducer="sum", names=names, name="T_softmax_expsum")
-    log = isinstance(op, LogSoftmaxOp)
 
     def body(e, *idx):
-        rest = idx[:axis] + idx[axis + 1:]
-        z = shifted(e, rest, idx[axis])
-        if log:
-            return e.binary("sub", z, e.intrin("log", e.read(sm, rest)))
-        return e.binary("div", e.intrin("exp", z), e.read(sm, rest))
-    return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_" + op.op_name[3:]))
+        # times the reciprocal, one division a row (as onnxruntime does), not one an element
+        rcp = e.binary("div", e.const(1.0, et), e.read(sm, idx[:axis] + idx[axis + 1:]))
+        return e.binary("mul", e.read(ex, idx), rcp)
+    return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_softmax"))
 
 
 # -- normalisations --------------------------------------------------------------------------
