@@ -105,6 +105,8 @@ def test_dense_one_row_vectorizes_the_reduction(k_extent):
     assert "te.parallel" in te
     if k_extent >= 4:
         assert "llvm_vectorize" in te
+    # 4 rows of w reduced together, x's element loaded once for the 4
+    assert "%j.outer, %j.inner = te.split %j {factor = 4}" in te and "te.unroll %j.inner" in te
     x, w = randn(1, k_extent), randn(40, k_extent)
     want = (x.astype(np.float64) @ w.T.astype(np.float64)).astype(np.float32)
     np.testing.assert_allclose(run(k, f, x, w), want, rtol=1e-4, atol=1e-4)
