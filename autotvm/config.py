@@ -145,7 +145,40 @@ def _raise(cfg, msg):
 # ---- knobs --------------------------------------------------------------------
 
 def _divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of n, ascending, in O(sqrt n) (an extent may be 2**32)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+# A split knob with more candidates than this is refused: its space could
+# not be searched, and listing it would take minutes (4 outputs over an
+# extent with many divisors)
+MAX_SPLIT_CANDIDATES = 100_000
+
+
+def _inner_sizes(factors, k, extent, exact, name):
+    """The k-tuples of `factors` (the first varying slowest) whose product
+    is at most `extent` and, when `exact`, divides it.  A prefix that
+    already fails cannot be completed (every size is at least 1), so the
+    walk prunes it instead of listing len(factors)**k tuples."""
+    out = []
+
+    def walk(prefix, p):
+        if len(prefix) == k:
+            out.append(tuple(prefix))
+            if len(out) > MAX_SPLIT_CANDIDATES:
+                raise ValueError(f"define_split '{name}': more than {MAX_SPLIT_CANDIDATES} candidates "
+                                 f"(extent {extent}, {k + 1} outputs); use fewer outputs, policy power2 "
+                                 f"or a list of candidates")
+            return
+        for f in factors:
+            q = p * f
+            if q > extent:
+                break   # factors ascend
+            if not exact or extent % q == 0:
+                walk(prefix + [f], q)
+    walk([], 1)
+    return out
 
 
 def _pow2s(n):
@@ -181,12 +214,7 @@ def split_knob(name, axis, policy="factors", num_outputs=2, max_factor=None, fil
         if max_factor is not None:
             factors = [f for f in factors if f <= max_factor]
         exact = policy == "factors" if no_tail is None else bool(no_tail)
-        cands = []
-        # the innermost size varies slowest: inner[0] is the last size
-        for inner in itertools.product(factors, repeat=n - 1):
-            p = math.prod(inner)
-            if p <= extent and (extent % p == 0 or not exact):
-                cands.append((-1,) + inner[::-1])
+        cands = [(-1,) + inner[::-1] for inner in _inner_sizes(factors, n - 1, extent, exact, name)]
     if filter is not None:
         cands = [c for c in cands if filter(SplitEntity(c))]
     cands = list(dict.fromkeys(cands))

@@ -238,7 +238,6 @@ def _check_perms(op, name, perms):
 
 
 def _parse_split(op, key, p, name):
-    from .config import split_knob
     S, cls = _op_kind(op)
     usage = (f"'{key}': a split knob is #tune.split<\"NAME\", EXTENT, POLICY> (POLICY "
              f"{', '.join(repr(x) for x in SPLIT_POLICIES)} or a list of factors), with an optional "
@@ -279,9 +278,9 @@ def _parse_split(op, key, p, name):
             raise op.error(f"knob '{name}' has no candidates")
         if len(set(cands)) != len(cands):
             raise op.error(f"knob '{name}' lists a candidate twice: {_show(policy)}")
-        knob = split_knob(name, extent, "candidate", n, candidate=[(-1,) + c for c in cands])
+        knob = _split_knob(op, name, extent, "candidate", n, candidate=[(-1,) + c for c in cands])
     elif policy in SPLIT_POLICIES:
-        knob = split_knob(name, extent, policy, n)
+        knob = _split_knob(op, name, extent, policy, n)
         knob.default = _balanced(knob.candidates, extent)
     else:
         raise op.error(f"knob '{name}': unknown split policy {_show(policy)} "
@@ -294,6 +293,16 @@ def _parse_split(op, key, p, name):
                            f"{_show([c[1] if n == 2 else list(c[1:]) for c in knob.candidates])}")
         knob.default = d
     return _Parsed(knob, part, extent)
+
+
+def _split_knob(op, name, extent, policy, n, **kw):
+    """config.split_knob, its refusals (a space too large to list) as
+    errors located at `op`."""
+    from .config import split_knob
+    try:
+        return split_knob(name, extent, policy, n, **kw)
+    except ValueError as e:
+        raise op.error(f"knob '{name}': {str(e).split(': ', 1)[-1]}") from None
 
 
 def _balanced(cands, extent):
