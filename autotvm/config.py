@@ -154,6 +154,10 @@ def _divisors(n):
 # not be searched, and listing it would take minutes (4 outputs over an
 # extent with many divisors)
 MAX_SPLIT_CANDIDATES = 100_000
+# Bounds that keep listing a split's sizes fast: outputs beyond any loop
+# nest's depth, and extents beyond any buffer's (sqrt(2**40) trials to divide)
+MAX_SPLIT_OUTPUTS = 16
+MAX_SPLIT_EXTENT = 1 << 40
 
 
 def _inner_sizes(factors, k, extent, exact, name):
@@ -189,8 +193,11 @@ def split_knob(name, axis, policy="factors", num_outputs=2, max_factor=None, fil
                candidate=None, no_tail=None):
     extent = axis_length(axis)
     n = int(num_outputs)
-    if n < 1:
-        raise ValueError(f"define_split '{name}': num_outputs must be at least 1, got {num_outputs}")
+    if not 1 <= n <= MAX_SPLIT_OUTPUTS:
+        raise ValueError(f"define_split '{name}': num_outputs must be 1 to {MAX_SPLIT_OUTPUTS}, got {num_outputs}")
+    if extent > MAX_SPLIT_EXTENT:
+        raise ValueError(f"define_split '{name}': an extent of {extent} is more than a loop can have "
+                         f"(at most 2**{MAX_SPLIT_EXTENT.bit_length() - 1})")
     if policy == "candidate":
         if not candidate:
             raise ValueError(f"define_split '{name}': policy 'candidate' needs candidate=[[...], ...]")
