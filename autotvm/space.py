@@ -302,7 +302,8 @@ def _split_knob(op, name, extent, policy, n, **kw):
     try:
         return split_knob(name, extent, policy, n, **kw)
     except ValueError as e:
-        raise op.error(f"knob '{name}': {str(e).split(': ', 1)[-1]}") from None
+        reason = str(e).removeprefix(f"define_split '{name}': ")
+        raise op.error(f"knob '{name}': {reason}") from None
 
 
 def _balanced(cands, extent):
