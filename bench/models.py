@@ -71,19 +71,33 @@ def ort_session(model, threads=2):
 
 
 def paired_times(f, g, repeat, rounds=4):
-    """(seconds of each timed run of f, of g), f and g timed in alternating
-    blocks of repeat/rounds runs, each block after a warm-up run.  (Blocks,
-    not single runs: onnxruntime's threads spin on after a run and would
-    steal the cores from the next run of f; a pause before each block lets
+    """(seconds of each timed run of f, of g), by `interleaved_times`."""
+    tf, tg = interleaved_times([f, g], repeat, rounds)
+    return tf, tg
+
+
+def interleaved_times(fns, repeat, rounds=4):
+    """The seconds of each timed run of each of fns, the functions timed in
+    alternating blocks of repeat/rounds runs, each block after a warm-up
+    run.  Alternating spreads the shared machine's drifts in load over all
+    of them instead of charging one.  (Blocks, not single runs:
+    onnxruntime's and OpenBLAS's threads spin on after a run and would
+    steal the cores from the next function; a pause before each block lets
     them go back to sleep.)"""
-    tf, tg = [], []
+    times = [[] for _ in fns]
     block = max(1, repeat // rounds)
     for _ in range(rounds):
-        for fn, ts in ((f, tf), (g, tg)):
+        for fn, ts in zip(fns, times):
             time.sleep(0.2)
             fn()
             ts += time_runs(fn, block)
-    return tf, tg
+    return times
+
+
+def spread_pct(seconds):
+    """The interquartile range as a percentage of the median."""
+    q1, q2, q3 = np.percentile(seconds, [25, 50, 75])
+    return 100.0 * (q3 - q1) / q2
 
 
 def time_runs(fn, n):

@@ -24,7 +24,9 @@ against a Dask cluster is bench/tune_cluster.py.
 
 Kernel figures are GFLOP/s from the tuning records (the kernel alone,
 timed in the isolated runner); model and op latencies go through the
-public API (``build(..., tuning_log=...).run``), medians over runs.  The
+public API (``build(..., tuning_log=...).run``), medians over runs timed
+in alternating blocks (each engine in turn, several rounds), with the
+interquartile spread.  The
 machine's limit is read off the machine (bench/machine.py) and printed
 first; a figure above it is a bug in the measurement.
 """
@@ -45,17 +47,12 @@ import machine  # noqa: E402
 LIMIT_GFLOPS = machine.peak_gflops(2)
 
 
-def median_s(fn, min_seconds=0.3, min_runs=5):
-    """(median, p90) seconds of fn, after a pause (the previous engine's
-    threads spin on for a while and would steal the cores) and a warm-up."""
-    time.sleep(0.3)
-    fn()
-    ts, end = [], time.perf_counter() + min_seconds
-    while len(ts) < min_runs or time.perf_counter() < end:
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)), float(np.percentile(ts, 90))
+def interleaved(fns, repeat=40, rounds=8):
+    """[(median s, spread %)] of each of fns, timed in alternating blocks
+    (bench/models.py's interleaved_times), so that the shared machine's
+    drifts in load fall on every engine alike."""
+    import models as M
+    return [(float(np.median(ts)), M.spread_pct(ts)) for ts in M.interleaved_times(fns, repeat, rounds)]
 
 
 def tune_module(text, log, trials, time_budget=None, tuner="xgb"):
@@ -182,12 +179,12 @@ def bench_matmul(args):
     c = np.empty((n, n), np.float32)
     packed(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-2)
-    rows = [("numpy (OpenBLAS)", median_s(lambda: a @ b)),
-            ("relay default", median_s(lambda: default.run(a, b))),
-            ("relay tuned", median_s(lambda: tuned.run(a, b))),
-            ("packed tuned", median_s(lambda: packed(a, b, c)))]
+    names = ["numpy (OpenBLAS)", "relay default", "relay tuned", "packed tuned"]
+    fns = [lambda: a @ b, lambda: default.run(a, b), lambda: tuned.run(a, b), lambda: packed(a, b, c)]
     if n == 1024:
-        rows.append(("hand schedule", _hand_schedule(a, b)))
+        names.append("hand schedule")
+        fns.append(_hand_schedule(a, b))
+    rows = list(zip(names, interleaved(fns)))
     base = rows[0][1][0]
     t = tuners[0]
     print(f"\nmatmul {n}^3 f32, tuned {t.total_trials} trials in {tune_s:.0f} s "
@@ -195,9 +192,9 @@ def bench_matmul(args):
     print(f"python template matmul_packed: {ptuner.trials} trials of {len(ptask.config_space)} in {ptune_s:.0f} s, "
           f"best {ptask.config_space.get(ptuner.best_index).values if ptuner.best_index is not None else None} "
           f"(kernel {gflops(flop, ptuner.best_cost):.1f} GFLOP/s)")
-    print(f"{'':<18} {'median ms':>10} {'p90 ms':>8} {'GFLOP/s':>9} {'vs numpy':>9}   (limit {LIMIT_GFLOPS:.0f})")
-    for name, (med, p90) in rows:
-        print(f"{name:<18} {med * 1e3:>10.2f} {p90 * 1e3:>8.2f} {gflops(flop, med):>9.1f} {base / med:>8.2f}x")
+    print(f"{'':<18} {'median ms':>10} {'spread':>7} {'GFLOP/s':>9} {'vs numpy':>9}   (limit {LIMIT_GFLOPS:.0f})")
+    for name, (med, spread) in rows:
+        print(f"{name:<18} {med * 1e3:>10.2f} {spread:>6.0f}% {gflops(flop, med):>9.1f} {base / med:>8.2f}x")
 
 
 def _hand_schedule(a, b):
@@ -212,7 +209,7 @@ def _hand_schedule(a, b):
     f = next(op for op in m.body.ops if op.name == "tir.func")
     k = jit.compile(m)[f.sym_name]
     outs = allocate_outputs(f)
-    return median_s(lambda: k(a, b, *outs))
+    return lambda: k(a, b, *outs)
 
 
 # -- single ops -----------------------------------------------------------------------
@@ -282,7 +279,7 @@ def bench_ops(args):
         default = build(with_weight(text, w), progress=False)
         tuned = build(with_weight(text, w), progress=False, tuning_log=log)
         np.testing.assert_allclose(tuned.run(x), ref(), rtol=1e-3, atol=1e-2)
-        t_np, t_d, t_t = (median_s(f)[0] for f in (ref, lambda: default.run(x), lambda: tuned.run(x)))
+        t_np, t_d, t_t = (t for t, _ in interleaved([ref, lambda: default.run(x), lambda: tuned.run(x)]))
         main = max(range(len(tasks)), key=lambda i: tuners[i].share)
         print(f"{name:<26} {gflops(flop, t_np):>8.1f} {gflops(flop, t_d):>8.1f} {gflops(flop, t_t):>8.1f} "
               f"{t_d / t_t:>8.2f}x {t_np / t_t:>8.2f}x {gflops(tasks[main].flop, tuners[main].best_cost):>11.1f}")
@@ -321,9 +318,9 @@ def bench_models(args):
         got = tuned.run(*arrays)
         got = got[0] if isinstance(got, tuple) else got
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
-        t_d, t_o, _ = M.paired_ms(lambda: default.run(*arrays), lambda: sess.run(None, feeds), 40)
-        t_t, t_o2, _ = M.paired_ms(lambda: tuned.run(*arrays), lambda: sess.run(None, feeds), 40)
-        t_o = (t_o + t_o2) / 2
+        (t_d, _), (t_t, _), (t_o, _) = interleaved([lambda: default.run(*arrays), lambda: tuned.run(*arrays),
+                                                    lambda: sess.run(None, feeds)])
+        t_d, t_t, t_o = t_d * 1e3, t_t * 1e3, t_o * 1e3
         trials = sum(t.total_trials for t in tuners)
         print(f"{name:<12} {len(tasks):>5} {trials:>6} {tune_s:>7.0f} {t_o:>8.2f} {t_d:>10.2f} {t_t:>9.2f} "
               f"{t_d / t_o:>8.2f} {t_t / t_o:>9.2f}")

@@ -41,12 +41,6 @@ import models as M  # noqa: E402  (bench/models.py)
 from tvmd.testing.onnx_zoo import ZOO, GraphBuilder, tensor_info  # noqa: E402
 
 
-def spread_pct(seconds):
-    """The interquartile range as a % of the median."""
-    q1, med, q3 = np.percentile(seconds, [25, 50, 75])
-    return 100.0 * (q3 - q1) / med
-
-
 def zoo_rows(name, model, feeds, repeat, threads):
     """One row per thread count: (model, threads, tvmd ms, tvmd spread %,
     ort ms, ort spread %, ratio, max rel err, compile s, kernels, interpreted)."""
@@ -56,7 +50,7 @@ def zoo_rows(name, model, feeds, repeat, threads):
     for n in threads:
         tf, tg, err = M.measure_pair(cm, model, feeds, n, repeat)
         t_tvmd, t_ort = M.median_ms(tf), M.median_ms(tg)
-        rows.append((name, n, t_tvmd, spread_pct(tf), t_ort, spread_pct(tg), t_tvmd / t_ort, err, compile_s,
+        rows.append((name, n, t_tvmd, M.spread_pct(tf), t_ort, M.spread_pct(tg), t_tvmd / t_ort, err, compile_s,
                      len(cm.kernels), len(cm.interpreted)))
     return rows
 

@@ -101,6 +101,28 @@ def test_cache_read_and_write_with_scopes():
     assert 'memref<6x8xf32, "shared">' in tir and 'memref<1x5xf32, "local">' in tir
 
 
+def test_compute_at_an_outer_loop_of_the_readers_consumer():
+    """A cache_read whose reader (the cache_write tile) is computed at the
+    row loop, itself computed at the column loop outside it: one panel of B
+    per column block, read by every row tile inside (ragged rows: 6 by 4)."""
+    sched = """
+  %BS = te.cache_read %B, %C {scope = "global"} : tensor<8x10xf32>
+  %CL = te.cache_write %C {scope = "local"} : tensor<6x10xf32>
+  %i, %j = te.axes %C
+  %jo, %ji = te.split %j {factor = 5}
+  %io, %ii = te.split %i {factor = 4}
+  te.reorder %jo, %io, %ii, %ji
+  te.compute_at %CL, %io
+  te.compute_at %BS, %jo"""
+    text, tir = schedule(MATMUL.replace("SCHEDULE", sched), mm)
+    assert "%BS = te.realize : tensor<8x5xf32>" in text
+    assert tir.index("%BS = tir.alloc") < tir.index("tir.for %i.outer")
+    m = parse_module(MATMUL.replace("SCHEDULE", sched.replace("te.compute_at %BS, %jo", "te.compute_at %BS, %io")))
+    with pytest.raises(DiagnosticError, match="axis 'i.outer' belongs to 'C', which does not read 'BS' "
+                                              r"\(nor computes a reader of it at a loop inside 'i.outer'\)"):
+        apply_to_func(next(op for op in m.body.ops if op.name == "te.func"))
+
+
 def test_cache_read_for_some_readers_only():
     text = """te.func @f(%A: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %B = te.compute [%i] : tensor<8xf32> {

@@ -127,11 +127,12 @@ def default_schedule(e, outputs, target="llvm"):
     tiles sized for `target`'s vector registers.  A stage the schedule
     rewrites (flatten_rows, pad_gemm) is replaced in the list `outputs` too, which
     the caller then returns."""
-    from .schedules_gemm import flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, prefetch_panels, tile_gemm
+    from .schedules_gemm import (flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, prefetch_panels, rows_serial,
+                                 tile_gemm)
     vu = vector_unit(target)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
-    gemms, packs, padded = {}, set(), {}
+    gemms, packs, padded = {}, {}, {}
     for c in computes:
         if c.reducer is None:
             continue
@@ -151,16 +152,18 @@ def default_schedule(e, outputs, target="llvm"):
         if plan is not None:
             _, b_read, kind, mb, nb = plan
             pack = pack_gemm_operand(e, c, b_read, nb, kind) if kind else None
+            gemms[c] = (mb, nb, c in padded, pack)
             if pack is not None:
-                packs.add(pack)
-            gemms[c] = (mb, nb, c in padded)
+                packs[pack] = c
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]   # with the stages added
     outs = output_computes(outputs)
     pads = {}   # reduction -> the padding it reads, computed at its tile
     for c in computes:
         if c not in outs and c.reducer is None:
             if c in packs:
-                tile(s, Stage(s, c), None, vu)
+                mb, nb, pad, _ = gemms[packs[c]]
+                if not rows_serial(packs[c].tensor_type.shape, mb, nb, pad):   # else tile_gemm packs per panel
+                    tile(s, Stage(s, c), None, vu)
             elif is_padding(c, computes):
                 reader = padding_per_tile(c, computes)
                 if reader is not None:

@@ -235,7 +235,14 @@ def check_attach(sched, st, target, iv):
                        "compute_at needs a single consumer", notes=[(ext.loc, "read here")])
     rs = readers(sched, st)
     if target not in rs:
-        raise op.error(f"axis '{iv.name}' belongs to '{target.name}', which does not read '{st.name}'")
+        # computed at an outer loop of its reader's consumer: the reader must sit inside that loop
+        deeper = [r for r in rs if r.attach != "root" and r.attach[0] is target
+                  and target.leaves.index(r.attach[1]) > target.leaves.index(iv)]
+        if not deeper:
+            raise op.error(f"axis '{iv.name}' belongs to '{target.name}', which does not read '{st.name}'"
+                           + (f" (nor computes a reader of it at a loop inside '{iv.name}')"
+                              if any(r.attach != "root" and r.attach[0] is target for r in rs) else ""))
+        target = deeper[0]
     others = [r for r in rs if r is not target]
     if others:
         raise op.error(f"'{st.name}' is also read by '{others[0].name}'; compute_at needs a single consumer",

@@ -48,6 +48,19 @@ from .schedule_state import Split
 PREFETCH_LINE_BYTES = 64
 
 
+def union_regions(a, b):
+    """Per dimension, the union of two regions (None: no region)."""
+    if a is None or b is None:
+        return a if b is None else b
+    out = []
+    for x, y in zip(a, b):
+        u = x.union(y)
+        if u is None:
+            raise Unbounded("its reads differ by a loop-dependent offset")
+        out.append(u)
+    return out
+
+
 class AttachCtx:
     """Where an attached stage's region lies in its full tensor."""
 
@@ -369,7 +382,11 @@ class NestBuilder:
 
     def region(self, prod, cons, p):
         """Per dimension of `prod` (a stage, or any tensor), the Interval
-        `cons` reads when its leaves up to position p are fixed."""
+        `cons` reads when its leaves up to position p are fixed: its own
+        reads, and those of the stages attached to it deeper than p (each
+        over the whole region of it that `cons` reads there), so that a
+        producer can be computed at an outer loop of its reader's
+        consumer (a packed panel at the column loop of a cache_write)."""
         c = cons.compute
         fixed = set(cons.leaves[:p + 1])
         ctx = self.ctx[cons]
@@ -379,21 +396,28 @@ class NestBuilder:
             if ctx is not None and d < c.rank:
                 it = Interval(ctx.base_affs[d], 0) + it
             args[arg] = it
+        region = self.read_region(prod, c, args)
+        for leaf in cons.leaves[p + 1:]:
+            for mid in self.attached.get((cons, leaf), ()):
+                if mid is prod:
+                    continue
+                over = self.region(mid, cons, p)
+                if over is None:
+                    continue
+                m = mid.compute
+                margs = dict(zip(m.body.args, over + [Interval(Aff(0), n - 1) for n in m.reduce_extents]))
+                region = union_regions(region, self.read_region(prod, m, margs))
+        return region
+
+    def read_region(self, prod, c, args):
+        """The union of the Intervals compute `c` reads of `prod`, its body
+        arguments ranging over `args`; None where it reads none."""
         ii = IndexIntervals(args, self.e, self.ranges)
         region = None
         res = prod.compute.results[0] if hasattr(prod, "compute") else prod
         for op in c.body.ops:
-            if not isinstance(op, ReadOp) or op.tensor is not res:
-                continue
-            its = [ii.of(v) for v in op.indices]
-            if region is None:
-                region = its
-                continue
-            for d, it in enumerate(its):
-                u = region[d].union(it)
-                if u is None:
-                    raise Unbounded("its reads differ by a loop-dependent offset")
-                region[d] = u
+            if isinstance(op, ReadOp) and op.tensor is res:
+                region = union_regions(region, [ii.of(v) for v in op.indices])
         return region
 
     def static_range(self, st, iv):
