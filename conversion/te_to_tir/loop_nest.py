@@ -397,14 +397,13 @@ class NestBuilder:
                 it = Interval(ctx.base_affs[d], 0) + it
             args[arg] = it
         region = self.read_region(prod, c, args)
+        res = prod.compute.results[0] if hasattr(prod, "compute") else prod
         for leaf in cons.leaves[p + 1:]:
             for mid in self.attached.get((cons, leaf), ()):
-                if mid is prod:
+                m = mid.compute
+                if not any(isinstance(op, ReadOp) and op.tensor is res for op in m.body.ops):
                     continue
                 over = self.region(mid, cons, p)
-                if over is None:
-                    continue
-                m = mid.compute
                 margs = dict(zip(m.body.args, over + [Interval(Aff(0), n - 1) for n in m.reduce_extents]))
                 region = union_regions(region, self.read_region(prod, m, margs))
         return region
