@@ -110,13 +110,6 @@ def time_runs(fn, n):
     return ts
 
 
-def paired_ms(f, g, repeat, rounds=4):
-    """(median ms of f, median ms of g, their ratio), timed by `paired_times`."""
-    tf, tg = paired_times(f, g, repeat, rounds)
-    mf, mg = median_ms(tf), median_ms(tg)
-    return mf, mg, mf / mg
-
-
 def median_ms(seconds):
     return float(np.median(seconds)) * 1e3
 

@@ -396,8 +396,8 @@ class NestBuilder:
             if ctx is not None and d < c.rank:
                 it = Interval(ctx.base_affs[d], 0) + it
             args[arg] = it
-        region = self.read_region(prod, c, args)
         res = prod.compute.results[0] if hasattr(prod, "compute") else prod
+        region = self.read_region(res, c, args)
         for leaf in cons.leaves[p + 1:]:
             for mid in self.attached.get((cons, leaf), ()):
                 m = mid.compute
@@ -405,15 +405,14 @@ class NestBuilder:
                     continue
                 over = self.region(mid, cons, p)
                 margs = dict(zip(m.body.args, over + [Interval(Aff(0), n - 1) for n in m.reduce_extents]))
-                region = union_regions(region, self.read_region(prod, m, margs))
+                region = union_regions(region, self.read_region(res, m, margs))
         return region
 
-    def read_region(self, prod, c, args):
-        """The union of the Intervals compute `c` reads of `prod`, its body
-        arguments ranging over `args`; None where it reads none."""
+    def read_region(self, res, c, args):
+        """The union of the Intervals compute `c` reads of tensor `res`, its
+        body arguments ranging over `args`; None where it reads none."""
         ii = IndexIntervals(args, self.e, self.ranges)
         region = None
-        res = prod.compute.results[0] if hasattr(prod, "compute") else prod
         for op in c.body.ops:
             if isinstance(op, ReadOp) and op.tensor is res:
                 region = union_regions(region, [ii.of(v) for v in op.indices])
