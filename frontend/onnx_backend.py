@@ -19,6 +19,14 @@ known: ``run`` imports per input signature (shapes and dtypes), binding
 the values of the inputs the converters read, and imports again if one of
 those values changes.  ``prepare`` imports straight away when the model's
 declared inputs allow it, so an unsupported op shows up there.
+
+Declared dynamic dimensions (``dim_param``, a sequence length) stay
+dynamic: ``prepare`` imports and builds the model once with ``?`` in their
+place, and that one build serves every input whose static dimensions
+match (``rep.builds`` counts the builds).  When the dynamic import needs
+an input's value or a converter cannot keep a dimension dynamic, or a run
+meets sizes the dynamic kernels cannot take (a ``?`` of 1 broadcasting),
+it says so once and imports per input signature as above.
 """
 
 from __future__ import annotations
@@ -85,6 +93,10 @@ class TvmdBackendRep(BackendRep):
         self.inputs = [vi for vi in model.graph.input if vi.name not in inits]
         self.output_names = [vi.name for vi in model.graph.output]
         self._imports: dict = {}
+        self._dynamic = None      # the one import of a model with dynamic dimensions
+        self._declared = None     # its declared input shapes (None: '?')
+        self.builds = 0           # imports (each one build)
+        self._said_mismatch = False
 
     # -- importing ---------------------------------------------------------------
 
@@ -92,6 +104,7 @@ class TvmdBackendRep(BackendRep):
         from .onnx.importer import GraphImporter
         imp = GraphImporter(self.model, shape=shapes, input_values=values, **self.options)
         module, _ = imp.run()
+        self.builds += 1
         read = {name: values[name] for name in imp.bound_used} if values else {}
         return _Import(EXECUTORS[self.mode](module, **self.compile_options), module, read, imp.param_inputs)
 
@@ -104,10 +117,12 @@ class TvmdBackendRep(BackendRep):
         shapes = {}
         for vi in self.inputs:
             info = value_info_type(vi)
-            if info is None or info[1] is None or None in info[1]:
+            if info is None or info[1] is None:
                 GraphImporter(self.model, **self.options).check_supported()
                 return None
-            shapes[vi.name] = info[1]
+            shapes[vi.name] = tuple(info[1])
+        if any(None in s for s in shapes.values()):
+            return self._try_dynamic(shapes)
         try:
             imp = self._import(shapes)
         except StaticValueRequired:
@@ -115,10 +130,39 @@ class TvmdBackendRep(BackendRep):
         self._imports[_signature(shapes.items())] = imp
         return imp
 
+    def _try_dynamic(self, shapes):
+        """One import and build with the declared '?' dimensions; None (said
+        once) when the import needs static sizes."""
+        from .onnx.errors import OnnxImportError
+        from .onnx.importer import GraphImporter
+        GraphImporter(self.model, **self.options).check_supported()
+        try:
+            imp = self._import(shapes)
+        except OnnxImportError as e:
+            _say(f"the model's dynamic dimensions are imported per input shape: {_first_line(e)}")
+            return None
+        self._dynamic, self._declared = imp, shapes
+        return imp
+
+    def _fits_declared(self, arrays):
+        return all(hasattr(a, "shape") and len(a.shape) == len(self._declared[vi.name])
+                   and all(d is None or d == n for d, n in zip(self._declared[vi.name], a.shape))
+                   for vi, a in zip(self.inputs, arrays))
+
     # -- running -------------------------------------------------------------------
 
     def run(self, inputs, **kwargs):
+        from ..runtime.dynamic import SizeMismatch
         arrays = self._arrays(inputs)
+        if self._dynamic is not None and self._fits_declared(arrays):
+            values = {vi.name: a for vi, a in zip(self.inputs, arrays)}
+            try:
+                outs = self._dynamic.run([values[name] for name in self._dynamic.params])
+                return namedtupledict("Outputs", self.output_names)(*outs)
+            except SizeMismatch as e:
+                if not self._said_mismatch:
+                    _say(f"input sizes the dynamic build cannot take are built on their own: {e}")
+                    self._said_mismatch = True
         shapes = {vi.name: a.shape for vi, a in zip(self.inputs, arrays) if hasattr(a, "shape")}
         key = _signature((vi.name, a) for vi, a in zip(self.inputs, arrays))
         imp = self._imports.get(key)
@@ -209,6 +253,15 @@ class TvmdBackend(Backend):
     @classmethod
     def supports_device(cls, device):
         return str(device).split(":")[0].upper() == "CPU"
+
+
+def _say(msg):
+    import sys
+    print(f"tvmd: {msg}", file=sys.stderr)
+
+
+def _first_line(e):
+    return str(e.diagnostics[0].message if getattr(e, "diagnostics", None) else e).splitlines()[0]
 
 
 def _import_options(kwargs):

@@ -238,10 +238,13 @@ class Program:
             callee = module_lookup(self.module, op)
             if isinstance(callee, tir.FuncOp):
                 defines = []
+                if any(not b.type.is_static for b in callee.outputs):
+                    # sized per call (runtime/dynamic.py): not in the static plan
+                    plan_steps.append(([], reads, r, "kernel"))
+                    ops.append((op, callee))
+                    continue
                 for k, b in enumerate(callee.outputs):
                     t = b.type
-                    if not t.is_static:
-                        raise _error(f"@{callee.sym_name}: cannot allocate an output of dynamic type {t}")
                     dt = np.dtype(T.to_numpy_dtype(t.element_type))
                     bid = (slot[r], k)
                     bufs[bid] = (tuple(t.shape), dt)
@@ -349,6 +352,12 @@ class Program:
 
     def _kernel_step(self, op, callee, out, ins, bufs, consts, shapes):
         kernel = self.lib[callee.sym_name]
+        if any(not b.type.is_static for b in callee.outputs):
+            from .dynamic import dynamic_kernel_step
+            self.static_steps.append(("other", f"@{callee.sym_name} has dynamic ('?') dimensions, sized per call",
+                                      False))
+            return dynamic_kernel_step(kernel, callee, out, ins, isinstance(op.results[0].type, T.TupleType)), \
+                (callee.sym_name, False), shapes
         sinks = self.sinks
         sig = kernel.sig
         n_out = len(callee.outputs)

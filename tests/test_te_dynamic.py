@@ -101,3 +101,44 @@ def test_size_count_is_checked():
     bad = SOFTPLUS.replace("SCHEDULE", "").replace("[%i, %o] (%n)", "[%i, %o]")
     with pytest.raises(DiagnosticError, match=r"tensor<\?x4xf32> has 1 dynamic dimension\(s\) but 0 size\(s\)"):
         parse_module(bad)
+
+
+ROWSUM = """te.func @rowsum(%X: tensor<4x?xf32>, %n: index) -> tensor<4xf32> {
+  %S = te.compute [%i] (%n) reduce [%k: ?] "sum" : tensor<4xf32> {
+    %x = te.read %X[%i, %k] : f32
+    yield %x
+  }
+  return %S
+}
+"""
+
+
+def test_a_reduce_extent_known_at_run_time():
+    """``reduce [%k: ?]``: the extent is the compute's size operand after
+    those of its '?' dimensions; it prints back, and both interpreters and
+    the lowered loops sum over it."""
+    m = parse_module(ROWSUM, "r.te")
+    assert print_module(m) == ROWSUM
+    f = m.body.first
+    rng = np.random.default_rng(4)
+    for n in (1, 5, 17):
+        x = rng.standard_normal((4, n)).astype(np.float32)
+        np.testing.assert_allclose(run(f, x, n)[0], x.sum(1), rtol=1e-5, atol=1e-6)
+    g = lowered_text(ROWSUM).body.first
+    for n in (1, 5, 17):
+        x = rng.standard_normal((4, n)).astype(np.float32)
+        y = np.zeros(4, np.float32)
+        run_tir(g, x, n, y)
+        np.testing.assert_allclose(y, x.sum(1), rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_time_reduce_extent_needs_its_size_operand():
+    bad = ROWSUM.replace("(%n) reduce", "reduce")
+    with pytest.raises(DiagnosticError, match="1 dynamic reduce extent"):
+        parse_module(bad, "r.te")
+
+
+def lowered_text(text):
+    m = parse_module(text, "d.te")
+    PassManager([(None, get_pass_class("lower-te-to-tir")())]).run(m)
+    return m

@@ -233,13 +233,13 @@ def test_outlining_keeps_constants_with_the_op():
     np.testing.assert_array_equal(evaluate(m, "main", [x])[0], 4 * x)
 
 
-def test_dynamic_shape_is_a_diagnostic():
+def test_a_dynamic_shape_without_a_rule_is_a_diagnostic():
     from tvmd.ir.diagnostics import DiagnosticError
     from tvmd.ir.pass_manager import PassContext
     m = parse_module("""relay.func @k(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {primitive} {
-  %r = nn.relu(%x)
+  %r = concatenate(%x, %x) {axis = 0}
   return %r
 }""")
-    with pytest.raises(DiagnosticError, match="te lowering needs static tensor types") as ei:
+    with pytest.raises(DiagnosticError, match="'concatenate' has no rule for the sizes of dynamic") as ei:
         get_pass_class("lower-relay-to-te")().run(m, PassContext())
     assert ei.value.diagnostics[0].loc.file_line_col()[1] == 2

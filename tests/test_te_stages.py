@@ -117,9 +117,15 @@ def test_compute_at_an_outer_loop_of_the_readers_consumer():
     text, tir = schedule(MATMUL.replace("SCHEDULE", sched), mm)
     assert "%BS = te.realize : tensor<8x5xf32>" in text
     assert tir.index("%BS = tir.alloc") < tir.index("tir.for %i.outer")
-    m = parse_module(MATMUL.replace("SCHEDULE", sched.replace("te.compute_at %BS, %jo", "te.compute_at %BS, %io")))
-    with pytest.raises(DiagnosticError, match="axis 'i.outer' belongs to 'C', which does not read 'BS' "
-                                              r"\(nor computes a reader of it at a loop inside 'i.outer'\)"):
+    # at the reader's own loop (beside it, computed first): the panel per row tile
+    text, tir = schedule(MATMUL.replace("SCHEDULE", sched.replace("te.compute_at %BS, %jo", "te.compute_at %BS, %io")),
+                         mm)
+    assert "%BS = te.realize : tensor<8x5xf32>" in text
+    assert tir.index("tir.for %i.outer") < tir.index("%BS = tir.alloc") < tir.index("%CL = tir.alloc")
+    # inside the loop the reader is computed at: not every read of it is done there
+    m = parse_module(MATMUL.replace("SCHEDULE", sched.replace("te.compute_at %BS, %jo", "te.compute_at %BS, %ii")))
+    with pytest.raises(DiagnosticError, match="axis 'i.inner' belongs to 'C', which does not read 'BS' "
+                                              r"\(nor computes a reader of it at a loop inside 'i.inner'\)"):
         apply_to_func(next(op for op in m.body.ops if op.name == "te.func"))
 
 

@@ -90,10 +90,23 @@ def lower_function(module, rf, schedule=True, target="llvm"):
 
     table = computes()
 
+    from .dims import NoRule, is_dynamic, param_dims, result_dims
+
     params = rf.body.args
     body = Block([a.type for a in params], [a.name for a in params])
     e = Emitter(body, rf.loc)
     env = dict(zip(params, body.args))
+    # the size parameter of each '?' of a parameter: (tensor position, axis) -> index arg
+    sizes = {}
+    dims_of = {}
+
+    def size_param(i, a, ax):
+        sizes[(i, ax)] = body.add_arg(T.index, f"{a.name or 'arg'}_d{ax}")
+        return sizes[(i, ax)]
+    for i, (p, a) in enumerate(zip(params, body.args)):
+        if isinstance(p.type, T.TensorType):
+            dims_of[p] = param_dims(p.type, lambda ax, i=i, a=a: size_param(i, a, ax))
+    checks = []
     lifted = []
     outs = []
     for op in rf.body.ops:
@@ -102,6 +115,8 @@ def lower_function(module, rf, schedule=True, target="llvm"):
             # a tuple (split, topk) returns its fields: the te.func has one result each
             outs = [x for v in op.operands for x in (env[v] if isinstance(env[v], tuple) else (env[v],))]
             break
+        if isinstance(op, (TupleOp, TupleGetItemOp)) and any(is_dynamic(dims_of.get(v, ())) for v in op.operands):
+            raise op.error("a tuple of tensors with dynamic dimensions has no lowering yet")
         if isinstance(op, TupleOp):
             env[op.results[0]] = tuple(env[v] for v in op.operands)
             continue
@@ -123,18 +138,42 @@ def lower_function(module, rf, schedule=True, target="llvm"):
         if fn is None:
             raise op.error(f"has no TE compute; --lower-relay-to-te handles {', '.join(sorted(table))}")
         for v in op.operands:
-            t = v.type
-            if not isinstance(t, T.TensorType) or not t.is_static:
-                raise op.error(f"te lowering needs static tensor types, got {t}")
-        env[op.results[0]] = fn(e, op, [env[v] for v in op.operands])   # a tuple for a tuple-typed result
+            if not isinstance(v.type, T.TensorType):
+                raise op.error(f"te lowering needs tensor operands, got {v.type}")
+        r = op.results[0]
+        ins = [dims_of.get(v) or tuple(v.type.shape) for v in op.operands]
+        if any(is_dynamic(d) for d in ins):
+            try:
+                dims_of[r], eqs = result_dims(op, ins)
+                checks.extend(eqs)
+                e.result_dims, e.operand_dims = dims_of[r], ins
+                env[r] = fn(e, op, [env[v] for v in op.operands])
+            except NoRule as err:
+                raise op.error(str(err)) from None
+            except (TypeError, ValueError, AttributeError, NotImplementedError) as err:
+                raise op.error(f"has dynamic dimensions its compute cannot size yet ({err})") from None
+            e.result_dims = e.operand_dims = None
+        else:
+            env[r] = fn(e, op, [env[v] for v in op.operands])   # a tuple for a tuple-typed result
     for i, v in enumerate(outs):
         if isinstance(v, Scalar):   # a function returning a constant: fill a tensor with it
             outs[i] = compute(e, v.type, lambda e, *idx, v=v: e.const(v.value, v.type.element_type), name="const")
     e.loc = rf.loc
     if schedule:
-        default_schedule_for(target)(e, outs)
+        if sizes:
+            if str(target).split()[0] == "cuda":
+                raise rf.error("no CUDA schedule for dynamic ('?') dimensions yet")
+            from .schedules_dynamic import dynamic_schedule
+            dynamic_schedule(e, outs)
+        else:
+            default_schedule_for(target)(e, outs)
     body.append(ReturnOp(outs, [], {}, (), rf.loc))
     attrs = {k: v for k, v in rf.attributes.items() if k not in ("primitive", "function_type")}
+    if sizes:
+        try:
+            attrs.update(_size_params(body, sizes, checks, outs))
+        except NoRule as err:
+            raise rf.error(str(err)) from None
     attrs["function_type"] = T.FunctionType([a.type for a in body.args], [v.type for v in outs])
     tf = FuncOp((), (), attrs, [Region([body])], rf.loc)
     rf.parent.insert_before(rf, tf)
@@ -142,6 +181,43 @@ def lower_function(module, rf, schedule=True, target="llvm"):
     if lifted:
         _pass_lifted_constants(module, attrs["sym_name"], lifted)
     return tf
+
+
+def _size_params(body, sizes, checks, outs):
+    """Move the size parameters after the tensors (the caller passes the
+    tensors; the runtime adds the sizes) and describe them for the runtime:
+
+    * ``size_args``: per size parameter, [tensor parameter, axis] it is
+      the size of;
+    * ``size_checks``: [i, a, j, b]: size (i, a) must equal size (j, b),
+      or the constant b where j = -1;
+    * ``result_sizes``: [result, axis, i, a]: the result's '?' axis is the
+      size (i, a)."""
+    from ...dialects.te.ops import ComputeOp
+    from ...ir.core import Value
+    from .dims import NoRule
+    index_args = set(sizes.values())
+    body.args = [a for a in body.args if a not in index_args] + list(sizes.values())
+    for k, a in enumerate(body.args):
+        a.index = k
+    where = {v: key for key, v in sizes.items()}
+    size_checks = []
+    for a, b in checks:
+        i, ax = where[a]
+        size_checks.append((i, ax) + (where[b] if isinstance(b, Value) else (-1, b)))
+    result_sizes = []
+    for k, v in enumerate(outs):
+        if v.type.is_static:
+            continue
+        d = v.defining_op()
+        if not isinstance(d, ComputeOp) or any(x not in where for x in d.operands):
+            raise NoRule(f"result {k} ({v.type}) is not sized by the parameters' sizes")
+        it = iter(d.operands)
+        for ax, n in enumerate(v.type.shape):
+            if n is None:
+                result_sizes.append((k, ax) + where[next(it)])
+    return {"size_args": tuple(tuple(key) for key in sizes), "size_checks": tuple(size_checks),
+            "result_sizes": tuple(result_sizes)}
 
 
 def is_lifted(const_op) -> bool:

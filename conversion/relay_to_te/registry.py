@@ -100,10 +100,33 @@ def load(e, arg, out_idx):
 
 
 def out_type(op):
+    """The op's tensor result type; its '?' dimensions are sized by the
+    emitter's ``result_dims`` (dims.py) when its te.compute is built."""
     t = op.results[0].type
-    if not isinstance(t, T.TensorType) or not t.is_static:
-        raise op.error(f"te lowering needs a static tensor type, got {t}")
+    if not isinstance(t, T.TensorType):
+        raise op.error(f"te lowering needs a tensor result, got {t}")
     return t
+
+
+def sizes_without(e, axes):
+    """The size Values of a stage that drops `axes` of the result being
+    lowered (a reduction along them): its '?' dims, in order."""
+    from ...ir.core import Value
+    dims = e.result_dims or ()
+    return [d for a, d in enumerate(dims) if a not in axes and isinstance(d, Value)]
+
+
+def operand_dims(e, k, arg):
+    """Dims of operand k (`arg`): ints, and index Values for its '?'
+    dimensions while a dynamic function lowers (dims.py)."""
+    if e.operand_dims is not None:
+        return tuple(e.operand_dims[k])
+    return tuple(arg.type.shape)
+
+
+def static_first(*dims):
+    """Of dims that must be equal, a static one where there is one."""
+    return next((d for d in dims if type(d) is int), dims[0])
 
 
 def stage_name(op, default):
@@ -198,7 +221,7 @@ def unravel(e, lin, shape):
         n = shape[d]
         q = e.floordiv(lin, stride)
         out.append(0 if n == 1 else q if d == 0 else e.floormod(q, n))
-        stride *= n
+        stride = e.mul(stride, n)   # an index Value past a '?' dimension
     return out[::-1]
 
 

@@ -38,8 +38,8 @@ from ...dialects.relay.ops.nn import LogSoftmaxOp
 from ...dialects.relay.ops.norm import LayerNormOp
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .registry import (Scalar, as_tensor, axis_names, in_range, layout_names, load, out_type, primal_index,
-                       read_primal, stage_name, strategy)
+from .registry import (Scalar, as_tensor, axis_names, in_range, layout_names, load, operand_dims, out_type,
+                       primal_index, read_primal, sizes_without, stage_name, static_first, strategy)
 
 
 # -- nn.dense ------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ from .registry import (Scalar, as_tensor, axis_names, in_range, layout_names, lo
 def dense(e, op, args):
     t = out_type(op)
     x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
-    k = x.type.shape[-1]
+    k = static_first(operand_dims(e, 0, x)[-1], operand_dims(e, 1, w)[-1])
     ot = t.element_type
 
     def body(e, *idx):
@@ -198,7 +198,8 @@ def matmul(e, op, args):
     t = out_type(op)
     a_, b_ = as_tensor(e, args[0], "tensor_a"), as_tensor(e, args[1], "tensor_b")
     ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
-    k = a_.type.shape[-2] if ta else a_.type.shape[-1]
+    ad, bd = operand_dims(e, 0, a_), operand_dims(e, 1, b_)
+    k = static_first(ad[-2] if ta else ad[-1], bd[1] if tb else bd[0])
     ot = t.element_type
 
     def body(e, *idx):
@@ -234,7 +235,8 @@ def batch_matmul(e, op, args):
     t = out_type(op)
     x, y = as_tensor(e, args[0], "x"), as_tensor(e, args[1], "y")
     ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
-    k = x.type.shape[1] if ta else x.type.shape[2]
+    xd, yd = operand_dims(e, 0, x), operand_dims(e, 1, y)
+    k = static_first(xd[1] if ta else xd[2], yd[2] if tb else yd[1])
     return compute(e, t, batch_matmul_body(x, y, ta, tb, t.element_type), reduce=[("k", k)], reducer="sum",
                    names=["b", "i", "j"], name=stage_name(op, "T_batch_matmul"))
 
@@ -257,17 +259,18 @@ def softmax(e, op, args):
     x = as_tensor(e, args[0], "data")
     axis = op.attributes["axis"] % t.rank
     et = t.element_type
-    n = t.shape[axis]
+    n = (e.result_dims or t.shape)[axis]   # an index Value when the axis is '?'
     rt = T.TensorType(_drop(t.shape, {axis}), et)
     names = [nm for d, nm in enumerate(axis_names(t.rank)) if d != axis]
+    rs = sizes_without(e, {axis})
     mx = compute(e, rt, lambda e, *idx: e.read(x, _insert(idx[:-1], axis, idx[-1])), reduce=[("k", n)],
-                 reducer="max", names=names, name="T_softmax_maxelem")
+                 reducer="max", names=names, name="T_softmax_maxelem", sizes=rs)
 
     def shifted(e, idx, k):
         return e.binary("sub", e.read(x, _insert(idx, axis, k)), e.read(mx, idx))
     if isinstance(op, LogSoftmaxOp):
         sm = compute(e, rt, lambda e, *idx: e.intrin("exp", shifted(e, idx[:-1], idx[-1])), reduce=[("k", n)],
-                     reducer="sum", names=names, name="T_softmax_expsum")
+                     reducer="sum", names=names, name="T_softmax_expsum", sizes=rs)
 
         def log_body(e, *idx):
             rest = idx[:axis] + idx[axis + 1:]
@@ -277,7 +280,7 @@ def softmax(e, op, args):
     ex = compute(e, t, lambda e, *idx: e.intrin("exp", shifted(e, idx[:axis] + idx[axis + 1:], idx[axis])),
                  names=axis_names(t.rank), name="T_softmax_exp")
     sm = compute(e, rt, lambda e, *idx: e.read(ex, _insert(idx[:-1], axis, idx[-1])), reduce=[("k", n)],
-                 reducer="sum", names=names, name="T_softmax_expsum")
+                 reducer="sum", names=names, name="T_softmax_expsum", sizes=rs)
 
     def body(e, *idx):
         # times the reciprocal, one division a row (as onnxruntime does), not one an element

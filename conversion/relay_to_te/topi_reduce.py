@@ -38,7 +38,7 @@ from ...dialects.relay.ops.reduce import ArgmaxOp, StdOp
 from ...dialects.te.builder import compute, reducer_identity
 from ...ir import types as T
 from . import topi_elemwise as ew
-from .registry import Scalar, axis_names, out_type, stage_name, strategy
+from .registry import Scalar, axis_names, operand_dims, out_type, stage_name, strategy
 
 
 def read_input(e, x, full):
@@ -56,6 +56,7 @@ def reduce_stage(e, op, x, reducer, value, t, name):
     axes = op.reduce_axes(rank)
     keep = op.attributes["keepdims"]
     oshape = op.out_shape(shape)
+    dims = operand_dims(e, 0, x) if not isinstance(x, Scalar) else shape   # '?' extents: index Values
 
     def body(e, *idx):
         sp, red = idx[:len(oshape)], idx[len(oshape):]
@@ -69,7 +70,7 @@ def reduce_stage(e, op, x, reducer, value, t, name):
                 full.append(sp[s])
                 s += 1
         return value(e, read_input(e, x, full), full, list(sp))
-    extents = [(f"k{j}", shape[d]) for j, d in enumerate(axes)]
+    extents = [(f"k{j}", dims[d]) for j, d in enumerate(axes)]
     if not extents or all(n == 1 for _, n in extents):
         # nothing (or one element) to combine: every reduced axis reads index 0
         return compute(e, T.TensorType(oshape, t), body, names=axis_names(len(oshape)), name=name)

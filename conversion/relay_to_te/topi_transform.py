@@ -45,7 +45,10 @@ def reshape(e, op, args):
     t = out_type(op)
     if tuple(shape) == tuple(t.shape):
         return _copy(e, op, args[0], lambda e, idx: idx, "T_reshape")
-    return _copy(e, op, args[0], lambda e, idx: unravel(e, ravel(e, idx, t.shape), shape), "T_reshape")
+    # '?' dimensions: their sizes (index Values) from the lowering
+    src = e.operand_dims[0] if e.operand_dims else shape
+    dst = e.result_dims or t.shape
+    return _copy(e, op, args[0], lambda e, idx: unravel(e, ravel(e, idx, dst), src), "T_reshape")
 
 
 @strategy("squeeze")

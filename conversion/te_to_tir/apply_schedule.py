@@ -234,16 +234,16 @@ def check_attach(sched, st, target, iv):
         raise op.error(f"'{st.name}' is also read by the te.extern @{ext.attributes['callee'].name}; "
                        "compute_at needs a single consumer", notes=[(ext.loc, "read here")])
     rs = readers(sched, st)
-    if target not in rs:
-        # computed at an outer loop of its reader's consumer: the reader must sit inside that loop
-        deeper = [r for r in rs if r.attach != "root" and r.attach[0] is target
-                  and target.leaves.index(r.attach[1]) > target.leaves.index(iv)]
-        if not deeper:
-            raise op.error(f"axis '{iv.name}' belongs to '{target.name}', which does not read '{st.name}'"
-                           + (f" (nor computes a reader of it at a loop inside '{iv.name}')"
-                              if any(r.attach != "root" and r.attach[0] is target for r in rs) else ""))
-        target = deeper[0]
-    others = [r for r in rs if r is not target]
+    pos = target.leaves.index(iv)
+
+    def inside(r):   # runs within each iteration of iv: the target, or a stage computed at it or deeper
+        return r is target or (r.attach != "root" and r.attach[0] is target
+                               and target.leaves.index(r.attach[1]) >= pos)
+    if target not in rs and not any(inside(r) for r in rs):
+        raise op.error(f"axis '{iv.name}' belongs to '{target.name}', which does not read '{st.name}'"
+                       + (f" (nor computes a reader of it at a loop inside '{iv.name}')"
+                          if any(r.attach != "root" and r.attach[0] is target for r in rs) else ""))
+    others = [r for r in rs if not inside(r)]
     if others:
         raise op.error(f"'{st.name}' is also read by '{others[0].name}'; compute_at needs a single consumer",
                        notes=[(others[0].compute.loc, "also read here")])

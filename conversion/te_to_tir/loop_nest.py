@@ -46,6 +46,14 @@ from .schedule_state import Split
 
 # the cache line a tir.prefetch brings in (x86 and most ARM cores)
 PREFETCH_LINE_BYTES = 64
+# the range bound analysis assumes for a loop whose extent is a run-time size
+RUNTIME_EXTENT_MAX = 2 ** 40
+
+
+def last_index(n):
+    """The last index of an extent; for a run-time extent the bound above
+    (a region that spans it has no static size: emit_attached refuses it)."""
+    return n - 1 if isinstance(n, int) else RUNTIME_EXTENT_MAX
 
 
 def union_regions(a, b):
@@ -160,8 +168,8 @@ class NestBuilder:
         e.block.append(loop)
         e.at(loop.body)
         v = loop.induction_var
-        if static:
-            self.ranges[v] = (0, extent - 1)
+        # a run-time extent: bounded by the largest index (what guards and bounds need)
+        self.ranges[v] = (0, extent - 1) if static else (0, RUNTIME_EXTENT_MAX)
         e.remember(("iv", st, iv), v)
 
     def open_guard(self, st, g):
@@ -190,7 +198,8 @@ class NestBuilder:
                 if ctx.need_lo[d]:
                     gs.append(Guard(iv, base=ctx.bases[d], lower=True))
                 if ctx.need_hi[d]:
-                    gs.append(Guard(iv, upper=dims[d], base=ctx.bases[d]))
+                    gs.append(Guard(iv, upper=dims[d] if dims[d] is not None else st.compute.shape[d],
+                                    base=ctx.bases[d]))
         pos = {iv: p for p, iv in enumerate(st.leaves)}
         for g in gs:
             g.pos = max(pos[l] for l in self.deps(g.iv))
@@ -314,23 +323,26 @@ class NestBuilder:
     def emit_attached(self, prod, cons, p):
         """Emit `prod` inside `cons`'s loop at leaf position `p`."""
         e = self.e
-        if not all(isinstance(n, int) for n in prod.compute.extents + cons.compute.extents):
-            raise prod.attach_op.error(f"cannot compute '{prod.name}' at a loop of '{cons.name}': "
-                                       "compute_at needs static shapes")
         try:
             region = self.region(prod, cons, p)
         except Unbounded as ex:
             raise prod.attach_op.error(f"cannot bound the region of '{prod.name}' read by '{cons.name}': {ex}")
+        except TypeError:   # an extent inside the attach loop is a run-time size
+            region = None
+        if region is None or not all(isinstance(it.span, int) and it.span < RUNTIME_EXTENT_MAX for it in region):
+            raise prod.attach_op.error(f"cannot compute '{prod.name}' at a loop of '{cons.name}': the region "
+                                       "one iteration reads has a run-time size (local buffers are static)")
         dims = prod.compute.tensor_type.shape
         affs, exts, need_lo, need_hi = [], [], [], []
         for d, it in enumerate(region):
-            if it.span + 1 >= dims[d]:
+            if dims[d] is not None and it.span + 1 >= dims[d]:
                 it = Interval(Aff(0), dims[d] - 1)
             lo, hi = it.base.static_range(self.ranges)
             affs.append(it.base)
             exts.append(it.span + 1)
             need_lo.append(lo < 0)
-            need_hi.append(hi + it.span > dims[d] - 1)
+            # a '?' dimension: a guard against its run-time size
+            need_hi.append(dims[d] is None or hi + it.span > dims[d] - 1)
         bases = [a.emit(e) for a in affs]
         t = T.TensorType(exts, prod.compute.tensor_type.element_type)
         from .storage import realize_for
@@ -383,10 +395,12 @@ class NestBuilder:
     def region(self, prod, cons, p):
         """Per dimension of `prod` (a stage, or any tensor), the Interval
         `cons` reads when its leaves up to position p are fixed: its own
-        reads, and those of the stages attached to it deeper than p (each
+        reads, and those of the stages attached to it at p or deeper (each
         over the whole region of it that `cons` reads there), so that a
         producer can be computed at an outer loop of its reader's
-        consumer (a packed panel at the column loop of a cache_write)."""
+        consumer (a packed panel at the column loop of a cache_write), or
+        at the loop where its readers are (softmax's max, read by the sum
+        and the output, all at one row loop)."""
         c = cons.compute
         fixed = set(cons.leaves[:p + 1])
         ctx = self.ctx[cons]
@@ -398,13 +412,13 @@ class NestBuilder:
             args[arg] = it
         res = prod.compute.results[0] if hasattr(prod, "compute") else prod
         region = self.read_region(res, c, args)
-        for leaf in cons.leaves[p + 1:]:
+        for leaf in cons.leaves[p:]:
             for mid in self.attached.get((cons, leaf), ()):
                 m = mid.compute
-                if not any(isinstance(op, ReadOp) and op.tensor is res for op in m.body.ops):
+                if mid is prod or not any(isinstance(op, ReadOp) and op.tensor is res for op in m.body.ops):
                     continue
                 over = self.region(mid, cons, p)
-                margs = dict(zip(m.body.args, over + [Interval(Aff(0), n - 1) for n in m.reduce_extents]))
+                margs = dict(zip(m.body.args, over + [Interval(Aff(0), last_index(n)) for n in m.reduce_extents]))
                 region = union_regions(region, self.read_region(res, m, margs))
         return region
 
@@ -437,8 +451,8 @@ class NestBuilder:
             return Interval.point(v)
         rel = iv.consumed_by
         if rel is None:
-            return Interval(Aff(0), ext[iv] - 1)
+            return Interval(Aff(0), last_index(ext[iv]))
         if isinstance(rel, Split):
             return self.root_interval(st, rel.outer, fixed).scale(ext[rel.inner]) + \
                 self.root_interval(st, rel.inner, fixed)
-        return Interval(Aff(0), ext[iv] - 1)
+        return Interval(Aff(0), last_index(ext[iv]))

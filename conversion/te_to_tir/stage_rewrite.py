@@ -52,6 +52,9 @@ def _compute_of(op, v, what="stage"):
 
 
 def _new_compute(anchor, t, reduce_extents, reducer, names, reduce_names, name, loc):
+    if not t.is_static or any(type(x) is not int for x in reduce_extents):
+        raise anchor.error(f"cannot make stage '{name}' of a stage with run-time ('?') sizes: "
+                           "cache_read, cache_write and rfactor need static shapes")
     c = ComputeOp.create(t, reduce_extents, reducer, names, reduce_names, loc)
     if reducer is not None and not isinstance(reducer, str):
         c.attributes["reducer"] = reducer

@@ -44,6 +44,8 @@ class Emitter:
         self.memos: dict = {}   # block -> {key: Value}
         self.const_block = const_block
         self._last_const = None
+        self.result_dims = None   # the relay result being lowered: its dims (ints, index Values for '?')
+        self.operand_dims = None  # and those of its operands
 
     def at(self, block):
         self.block = block
@@ -236,12 +238,20 @@ class Emitter:
         return self.op("te.read", [tensor] + idx + [guard], [et], {"else_value": float(else_value)})
 
 
-def compute(e: Emitter, result_type, fcompute, reduce=(), reducer=None, names=None, name=None):
+def compute(e: Emitter, result_type, fcompute, reduce=(), reducer=None, names=None, name=None, sizes=None):
     """Append a te.compute to e's block: ``fcompute(e, *axes)`` emits the
     body (with ``e`` moved into it) and returns the element value.  `reduce`
-    is [(axis name, extent)]."""
+    is [(axis name, extent)].  A '?' dimension of `result_type` takes its
+    size from `sizes` (an index Value per '?', in order), else from
+    ``e.result_dims`` (the dims, ints and index Values, of the relay result
+    being lowered: a stage of the result's rank has its dims)."""
     from .ops import ComputeOp, YieldOp
+    if sizes is None:
+        sizes = dynamic_sizes(e, result_type)
     op = ComputeOp.create(result_type, [x for _, x in reduce], reducer, names, [n for n, _ in reduce], e.loc)
+    sizes = list(sizes) + [x for _, x in reduce if type(x) is not int]   # then the '?' reduce extents
+    if sizes:
+        op.set_operands(sizes)
     outer = e.block
     outer.append(op)
     if name is not None:
@@ -251,6 +261,17 @@ def compute(e: Emitter, result_type, fcompute, reduce=(), reducer=None, names=No
     op.body.append(YieldOp([v], [], {}, (), e.loc))
     e.at(outer)
     return op.results[0]
+
+
+def dynamic_sizes(e, t):
+    """The size Values of t's '?' dimensions, from ``e.result_dims``."""
+    if all(d is not None for d in t.shape):
+        return []
+    dims = e.result_dims
+    if dims is None or len(dims) != len(t.shape) or any(d is None and isinstance(x, int)
+                                                        for d, x in zip(t.shape, dims)):
+        raise NotImplementedError(f"no sizes for the dynamic dimensions of a {t} stage")
+    return [x for d, x in zip(t.shape, dims) if d is None]
 
 
 def reducer_identity(reducer, t):

@@ -117,7 +117,7 @@ def eval_compute(op, env):
 
 
 def _eval_box(op, env, out, ranges):
-    rext = op.reduce_extents
+    rext = [x if type(x) is int else int(env[x]) for x in op.reduce_extents]
     size = math.prod(b - a for a, b in ranges) * math.prod(rext)
     if size > BOX_ELEMENTS:
         d = max(range(len(ranges)), key=lambda k: ranges[k][1] - ranges[k][0], default=None)

@@ -40,6 +40,8 @@ from ...ir.func_like import print_func_like, verify_func_like
 from ..tir.ops import INTRINSICS, IntrinOpBase   # te lowers to tir, so it may use tir's pieces
 
 REDUCERS = ("sum", "prod", "max", "min", "argmax", "argmin")
+# a '?' reduce extent in the reduce_extents attribute; its size is an operand
+DYNAMIC_EXTENT = -1
 ARG_REDUCERS = ("argmax", "argmin")
 
 
@@ -63,6 +65,14 @@ class FuncOp(Operation):
     @property
     def return_op(self):
         return self.body.last
+
+    def tensor_signature(self):
+        """The function as a relay call sees it: without the size
+        parameters that lowering a '?' added (``size_args``: the runtime
+        passes those, from the tensors' shapes)."""
+        ft = self.function_type
+        n = len(self.attributes.get("size_args", ()))
+        return T.FunctionType(ft.inputs[:len(ft.inputs) - n], ft.results) if n else ft
 
     def verify_(self):
         verify_func_like(self, "te.return")
@@ -169,7 +179,9 @@ class ComputeOp(Operation):
         names = list(names or [f"i{d}" for d in range(rank)])
         names += list(reduce_names or [f"k{d}" for d in range(len(reduce_extents))])
         block = Block([T.index] * n, names)
-        attrs = {"reduce_extents": tuple(reduce_extents), "reducer": reducer}
+        # an index Value is a '?' extent: the caller appends it to the sizes (after the result's)
+        attrs = {"reduce_extents": tuple(x if type(x) is int else DYNAMIC_EXTENT for x in reduce_extents),
+                 "reducer": reducer}
         return cls((), (result_type,), attrs, [Region([block])], loc or UNKNOWN)
 
     @property
@@ -204,7 +216,13 @@ class ComputeOp(Operation):
 
     @property
     def reduce_extents(self):
-        return tuple(self.attributes.get("reduce_extents", ()))
+        """Ints, and the size Values of '?' extents (the operands after
+        the result's sizes)."""
+        rext = tuple(self.attributes.get("reduce_extents", ()))
+        if DYNAMIC_EXTENT not in rext:
+            return rext
+        it = iter(self.operands[sum(1 for d in self.results[0].type.shape if d is None):])
+        return tuple(next(it) if x == DYNAMIC_EXTENT else x for x in rext)
 
     @property
     def shape(self):
@@ -224,10 +242,11 @@ class ComputeOp(Operation):
         t = self.results[0].type
         if not isinstance(t, T.TensorType):
             raise self.error(f"result must be a tensor, got {t}")
-        check_sizes(self, t)
-        rext = self.reduce_extents
-        if any(type(e) is not int or e < 1 for e in rext):
-            raise self.error(f"reduce extents must be positive integers, got {list(rext)}")
+        raw = tuple(self.attributes.get("reduce_extents", ()))
+        check_sizes(self, t, sum(1 for x in raw if x == DYNAMIC_EXTENT))
+        if any(type(e) is not int or (e < 1 and e != DYNAMIC_EXTENT) for e in raw):
+            raise self.error(f"reduce extents must be positive integers (or '?'), got {list(raw)}")
+        rext = raw
         for e in rext:
             if msg := T.index_error(e, "reduce extent"):
                 raise self.error(msg)
@@ -272,7 +291,8 @@ class ComputeOp(Operation):
         if self.operands:
             p.write(f" ({p.values(self.operands)})")
         if self.reduce_extents:
-            axes = ", ".join(f"{n}: {e}" for n, e in zip(args[rank:], self.reduce_extents))
+            raw = self.attributes["reduce_extents"]
+            axes = ", ".join(f"{n}: {'?' if e == DYNAMIC_EXTENT else e}" for n, e in zip(args[rank:], raw))
             red = self.reducer
             p.write(f" reduce [{axes}] " + (f"@{red.name}" if isinstance(red, SymbolRef) else f'"{red}"'))
         p.write(f" : {self.results[0].type}")
@@ -289,11 +309,13 @@ def dynamic_shape(t, sizes):
     return tuple(next(it) if n is None else n for n in t.shape)
 
 
-def check_sizes(op, t):
-    """One index operand per '?' dimension of t."""
+def check_sizes(op, t, dynamic_reduce=0):
+    """One index operand per '?' dimension of t (then one per '?' reduce
+    extent)."""
     n = sum(1 for d in t.shape if d is None)
-    if len(op.operands) != n:
-        raise op.error(f"{t} has {n} dynamic dimension(s) but {len(op.operands)} size(s) were given")
+    if len(op.operands) != n + dynamic_reduce:
+        extra = f" and {dynamic_reduce} dynamic reduce extent(s)" if dynamic_reduce else ""
+        raise op.error(f"{t} has {n} dynamic dimension(s){extra} but {len(op.operands)} size(s) were given")
     for v in op.operands:
         if v.type is not T.index:
             raise op.error(f"sizes are index values, got {v.type}")

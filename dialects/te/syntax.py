@@ -13,7 +13,7 @@ from ...ir import types as T
 from ...ir.attributes import SymbolRef
 from ...ir.core import OpResult
 from ...ir.registry import get_op_class
-from .ops import ComputeOp, FuncOp, ReducerOp, ReadOp, ReturnOp, YieldOp
+from .ops import DYNAMIC_EXTENT, ComputeOp, FuncOp, ReducerOp, ReadOp, ReturnOp, YieldOp
 from .schedule_ops import AXIS, AxesOp, FuseOp, SplitOp, TileOp, is_stage, stage_axis_count
 
 GRAMMAR = "te.lark"
@@ -81,7 +81,7 @@ class Syntax:
     # -- computes ------------------------------------------------------------------
 
     def te_reduce_axis(self, c):
-        return (c[0], int(c[1], 0))
+        return (c[0], int(c[1], 0) if len(c) > 1 else DYNAMIC_EXTENT)
 
     def te_reduce(self, c):
         _, *axes, reducer = c

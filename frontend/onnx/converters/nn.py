@@ -135,11 +135,12 @@ def matmul_values(cx, a, b, out_dtype=None):
         if ra == 2:
             return cx.op("nn.dense", a, cx.op("transpose", b, axes=(1, 0)), out_dtype=out_dtype)
         lead = sa[:-1]
-        if None in lead[1:]:
+        if lead.count(None) > 1:
             raise cx.unsupported("MatMul over a batch with several dynamic dimensions")
         flat = cx.op("reshape", a, newshape=(-1, sa[-1]))
         y = cx.op("nn.dense", flat, cx.op("transpose", b, axes=(1, 0)), out_dtype=out_dtype)
-        return cx.op("reshape", y, newshape=(0 if lead[0] is None else lead[0],) + tuple(lead[1:]) + (sb[1],))
+        # the one dynamic row dimension (a sequence) is what is left: -1
+        return cx.op("reshape", y, newshape=tuple(-1 if d is None else d for d in lead) + (sb[1],))
     # batched: broadcast the batch dimensions, flatten them to one
     import numpy as np
     ba, bb = sa[:-2], sb[:-2]
@@ -148,6 +149,14 @@ def matmul_values(cx, a, b, out_dtype=None):
     batch = cx.broadcast(ba, bb, "batch dimensions")
     a = _broadcast_batch(cx, a, batch)
     b = _broadcast_batch(cx, b, batch)
+    ones = len(batch) - 1
+    if ones > 0 and all(d == 1 for d in batch[:-1]) and None in sa[-2:] + sb[-2:]:
+        # (1, heads, seq, dh): unit batch axes dropped and put back, which keeps
+        # the '?' sizes where a reshape could not name two of them
+        axes = tuple(range(ones))
+        y = cx.op("nn.batch_matmul", cx.op("squeeze", a, axis=axes), cx.op("squeeze", b, axis=axes),
+                  transpose_b=False, out_dtype=out_dtype)
+        return cx.op("expand_dims", y, axis=0, num_newaxis=ones)
     nb = int(np.prod(batch)) if batch else 1
     a3 = a if len(batch) == 1 else cx.op("reshape", a, newshape=(nb,) + tuple(sa[-2:]))
     b3 = b if len(batch) == 1 else cx.op("reshape", b, newshape=(nb,) + tuple(sb[-2:]))

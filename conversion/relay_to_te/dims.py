@@ -1,0 +1,236 @@
+"""Symbolic dimensions of relay values while a primitive function lowers.
+
+A dimension is an ``int`` or, for a ``?`` of the relay type, the index
+Value of a te.func parameter that carries its size at run time.  Each
+``?`` of a parameter gets one such ``index`` parameter (lower_function
+adds them); every other value's dims follow from its op's rule here,
+TVM's shape function restricted to what a kernel needs: each ``?`` of a
+result is the size of some ``?`` of an operand.
+
+    rule(op, dims of each operand) -> (dims of the result, equalities)
+
+`equalities` are pairs (a size Value, a Value or an int) the op requires
+equal (``add`` of two ``tensor<?x64xf32>``): the runtime checks them before the
+kernel runs, since the kernel reads each operand with the sizes it was
+given.  A ``?`` that would broadcast at run time (a size 1 meeting a
+larger size) fails that check, with a message, rather than being read out
+of bounds.
+
+A result ``?`` that is a product or another expression of operand sizes
+(``reshape`` of ``?x12x64`` to ``?x768`` works; ``?x64`` to ``?*2x32``
+does not) has no rule yet: the op raises NotImplementedError, and
+--lower-relay-to-te with fallback leaves the function to the interpreter
+with that reason.
+"""
+
+from __future__ import annotations
+
+from ...ir import types as T
+from ...ir.core import Value
+
+
+class NoRule(NotImplementedError):
+    pass
+
+
+def param_dims(t, make):
+    """Dims of a parameter of tensor type `t`; ``make(axis)`` makes the
+    index parameter of a '?' axis."""
+    return tuple(make(a) if d is None else d for a, d in enumerate(t.shape))
+
+
+def is_dynamic(dims):
+    return any(isinstance(d, Value) for d in dims)
+
+
+def result_dims(op, operand_dims):
+    """(dims of op's single tensor result, [(Value, Value)] equalities);
+    NoRule when op has no rule for its dynamic operands."""
+    t = op.results[0].type
+    if not isinstance(t, T.TensorType):
+        raise NoRule(f"'{op.name}' has a dynamic operand and a {t} result")
+    name = op.op_name if hasattr(op, "op_name") else op.name
+    fn = _RULES.get(name) or (_broadcast if name in _broadcast_ops() else None)
+    if fn is None:
+        raise NoRule(f"'{name}' has no rule for the sizes of dynamic ('?') dimensions yet")
+    eqs = []
+    try:
+        dims = fn(op, operand_dims, eqs)
+    except (TypeError, ValueError, IndexError, KeyError) as err:   # attributes the rule cannot read
+        raise NoRule(f"'{name}': no size for its dynamic dimensions ({err})") from None
+    return _against_type(op, t, dims), eqs
+
+
+def _against_type(op, t, dims):
+    """The rule's dims checked against the relay type: a static dimension
+    is the type's int; a '?' must be a size Value."""
+    if len(dims) != t.rank:
+        raise NoRule(f"'{op.name}': the dynamic-shape rule gives rank {len(dims)}, the type {t}")
+    out = []
+    for d, x in zip(t.shape, dims):
+        if d is not None:
+            out.append(d)
+        elif isinstance(x, Value):
+            out.append(x)
+        else:
+            raise NoRule(f"'{op.name}': the size of a '?' dimension of {t} is not an operand's size")
+    return tuple(out)
+
+
+def _unify(a, b, eqs):
+    """One dim from two that must be equal: a static size wins; a '?' is
+    checked against it (or against the other '?') at run time."""
+    return _merge([a, b], eqs)
+
+
+def _merge(dims, eqs):
+    """The one size of `dims` (ints and Values) that must all be equal."""
+    static = [d for d in dims if isinstance(d, int)]
+    dyn = [d for d in dims if isinstance(d, Value)]
+    head = static[0] if static else dyn[0]
+    eqs.extend((d, head) for d in dyn if d is not head)
+    return head
+
+
+def _broadcast(op, ins, eqs):
+    """numpy broadcasting, right-aligned: a static 1 takes the other size;
+    the sizes left must be equal (a '?' does not broadcast a run-time 1)."""
+    rank = max(len(d) for d in ins)
+    out = []
+    for ax in range(rank):
+        sizes = [d[ax - (rank - len(d))] for d in ins if ax - (rank - len(d)) >= 0]
+        sizes = [x for x in sizes if not (isinstance(x, int) and x == 1)]
+        out.append(_merge(sizes, eqs) if sizes else 1)
+    return tuple(out)
+
+
+def _first(op, ins, eqs):
+    return ins[0]
+
+
+def _matmul(op, ins, eqs):
+    a, b = ins
+    attrs = op.attributes
+    ta, tb = attrs.get("transpose_a", False), attrs.get("transpose_b", op.op_name == "nn.dense")
+    if ta:
+        k, lead = a[-2], a[:-2] + (a[-1],)
+    else:
+        k, lead = a[-1], a[:-1]
+    kb, n = (b[1], b[0]) if tb else (b[0], b[1])
+    _unify(k, kb, eqs)
+    return lead + (n,)
+
+
+def _batch_matmul(op, ins, eqs):
+    x, y = ins
+    ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
+    batch = _broadcast(op, [x[:1], y[:1]], eqs)[0]
+    m, k = (x[2], x[1]) if ta else (x[1], x[2])
+    ky, n = (y[2], y[1]) if tb else (y[1], y[2])
+    _unify(k, ky, eqs)
+    return (batch, m, n)
+
+
+def _transpose(op, ins, eqs):
+    x = ins[0]
+    axes = op.attributes.get("axes")
+    if not axes:
+        return tuple(reversed(x))
+    return tuple(x[a % len(x)] for a in axes)
+
+
+def _reduce(op, ins, eqs):
+    x = ins[0]
+    axes = set(op.reduce_axes(len(x)))
+    keep = op.attributes.get("keepdims")
+    return tuple(1 if a in axes else d for a, d in enumerate(x) if keep or a not in axes)
+
+
+def _reshape(op, ins, eqs):
+    """TVM's reshape codes over sizes: 0 copies the input's dimension
+    (a '?' keeps its size), a positive code is static, -2 copies the rest;
+    -1 is what is left: the input's sizes not copied, divided by the
+    static ones, which must come out as one '?' (or an int)."""
+    x = ins[0]
+    if op.op_name != "reshape":
+        raise NoRule(f"'{op.op_name}' of a dynamic tensor")
+    out, src, infer = [], 0, None
+    for c in op.attributes["newshape"]:
+        if c > 0:
+            out.append(c)
+            src += 1
+        elif c == 0:
+            out.append(x[src])
+            src += 1
+        elif c == -1:
+            infer = len(out)
+            out.append(None)
+            src += 1
+        elif c == -2:
+            out.extend(x[src:])
+            src = len(x)
+        else:
+            raise NoRule(f"reshape code {c} with dynamic dimensions")
+    if infer is not None:
+        left = [d for d in x if isinstance(d, Value)]
+        for d in out:
+            if isinstance(d, Value):
+                if d not in left:
+                    raise NoRule("reshape: a '?' size appears on the output side only")
+                left.remove(d)
+        num = _static_product(x)
+        den = _static_product(d for i, d in enumerate(out) if i != infer)
+        if len(left) > 1 or (left and num != den) or num % den:
+            raise NoRule("reshape: the inferred (-1) size is not one input size")
+        out[infer] = left[0] if left else num // den
+    return tuple(out)
+
+
+def _static_product(dims):
+    n = 1
+    for d in dims:
+        n *= d if isinstance(d, int) else 1
+    return n
+
+
+def _squeeze(op, ins, eqs):
+    x = ins[0]
+    shape = op.operands[0].type.shape
+    drop = set(op.dropped(shape))
+    return tuple(d for a, d in enumerate(x) if a not in drop)
+
+
+def _take(op, ins, eqs):
+    data, idx = ins
+    axis = op.attributes.get("axis")
+    if axis is None:
+        return idx
+    axis %= len(data)
+    return data[:axis] + idx + data[axis + 1:]
+
+
+def _expand_dims(op, ins, eqs):
+    x = ins[0]
+    axis = op.attributes["axis"]
+    n = op.attributes.get("num_newaxis", 1)
+    axis = axis if axis >= 0 else axis + len(x) + 1
+    return x[:axis] + (1,) * n + x[axis:]
+
+
+_RULES = {
+    "nn.dense": _matmul, "nn.matmul": _matmul, "nn.batch_matmul": _batch_matmul,
+    "nn.bias_add": _first, "nn.softmax": _first, "nn.log_softmax": _first, "nn.fast_softmax": _first,
+    "nn.layer_norm": _first, "nn.l2_normalize": _first, "nn.dropout": _first, "nn.relu": _first,
+    "transpose": _transpose, "reshape": _reshape, "take": _take, "expand_dims": _expand_dims,
+    "squeeze": _squeeze,
+    "sum": _reduce, "mean": _reduce, "max": _reduce, "min": _reduce, "prod": _reduce,
+    "variance": _reduce, "std": _reduce, "argmax": _reduce, "argmin": _reduce,
+    "all": _reduce, "any": _reduce,
+}
+
+
+def _broadcast_ops():
+    """The elementwise and broadcasting ops (topi_elemwise's tables)."""
+    from .topi_elemwise import BINARY, UNARY
+    return set(BINARY) | set(UNARY) | {"where", "cast", "cast_like", "clip", "nn.prelu", "copy",
+                                       "nn.leaky_relu", "sigmoid", "tanh", "erf"}

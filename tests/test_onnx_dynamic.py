@@ -1,0 +1,95 @@
+"""The ONNX backend keeps a declared dynamic axis dynamic: one build serves
+every sequence length, checked against onnxruntime; a model whose dynamic
+import needs static sizes says so once and builds per input shape."""
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import tvmd.frontend.onnx_backend as backend
+from tvmd.testing import onnx_zoo as z
+
+
+def bert_layer(hidden=64, heads=2, ffn=128):
+    g = z.GraphBuilder(2)
+    out = z.bert_encoder_layer(g, "h", "mask", -1, hidden, heads, ffn)   # reshapes to [1, -1, ...]
+    return g.model([z.tensor_info("h", [1, "seq", hidden]), z.tensor_info("mask", [1, 1, 1, "seq"])],
+                   [z.tensor_info(out, None)])
+
+
+def test_one_build_serves_every_sequence_length():
+    model = bert_layer()
+    rep = backend.prepare(model)
+    assert rep.builds == 1
+    assert not rep._dynamic.run.compiled.interpreted, rep._dynamic.run.compiled.summary()
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 64, 300):
+        h = rng.standard_normal((1, n, 64)).astype(np.float32)
+        mask = np.where(rng.random((1, 1, 1, n)) < 0.2, -10000.0, 0.0).astype(np.float32)
+        got = rep.run([h, mask])[0]
+        want = sess.run(None, {"h": h, "mask": mask})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert rep.builds == 1
+
+
+def test_a_run_time_broadcast_gets_a_build_of_its_own(capsys):
+    """Add of two [?, 4] inputs where one has 1 row: numpy broadcasting the
+    dynamic kernels do not do; that call is imported for its shapes."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["m", 4])
+    out = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "g", [x, y], [out]))
+    rep = backend.prepare(model)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(rep.run([a, a])[0], a + a)
+    assert rep.builds == 1
+    b = np.ones((1, 4), np.float32)
+    np.testing.assert_array_equal(rep.run([a, b])[0], a + b)
+    assert rep.builds == 2
+    assert "built on their own" in capsys.readouterr().err
+
+
+def test_a_dynamic_import_that_needs_values_falls_back_per_shape(capsys):
+    """Range up to a size read from Shape: its length is an input's value
+    at import time, so the dynamic import declines, once, and each shape is
+    imported as before."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+             helper.make_node("Range", ["zero", "n", "step"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "rf"], ["y"])]
+    inits = [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+             helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+             helper.make_tensor("step", TensorProto.INT64, [], [1])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "n"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    rep = backend.prepare(model)
+    err = capsys.readouterr().err
+    assert "imported per input shape" in err
+    for n in (3, 5):
+        a = np.ones((2, n), np.float32)
+        np.testing.assert_array_equal(rep.run([a])[0], a + np.arange(n, dtype=np.float32))
+    assert rep.builds == 2
+
+
+@pytest.mark.parametrize("n", [1, 9])
+def test_tvm_run_takes_any_length(tmp_path, n):
+    import subprocess
+    import sys
+    path = tmp_path / "bert.onnx"
+    onnx.save(bert_layer(), path)
+    h, m = tmp_path / "h.npy", tmp_path / "m.npy"
+    np.save(h, np.random.default_rng(n).standard_normal((1, n, 64)).astype(np.float32))
+    np.save(m, np.zeros((1, 1, 1, n), np.float32))
+    out = tmp_path / "y.npy"
+    r = subprocess.run([sys.executable, "-c", "import sys; from tvmd.tools.run_main import main; sys.exit(main())", str(path), "--input", f"h={h}", "--input",
+                        f"mask={m}", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"h": np.load(h), "mask": np.load(m)})[0]
+    np.testing.assert_allclose(np.load(out), want, rtol=1e-4, atol=1e-4)
