@@ -7,12 +7,14 @@ types:
 
 * ``size_args = [[i, a], ...]``: the size parameters, in order: each is
   dimension a of tensor parameter i;
-* ``size_checks = [[i, a, j, b], ...]``: dimension a of tensor i must equal
-  dimension b of tensor j (or the constant b where j = -1); the kernel
-  reads every tensor with the sizes it is given, so a mismatch is an
-  error here, before the call, never a read out of bounds;
-* ``result_sizes = [[k, ax, i, a], ...]``: axis ax of result k has the
-  size of dimension a of tensor i (its other axes are static).
+* ``size_checks = [[size, size], ...]``: sizes that must be equal (the
+  kernel reads every tensor with the sizes it is given, so a mismatch is
+  an error here, before the call, never a read out of bounds);
+* ``result_sizes = [[k, ax, size], ...]``: axis ax of result k (its other
+  axes are static);
+
+where a size ``[c, i1, a1, i2, a2, ...]`` is c plus dimension a1 of tensor
+i1 plus ... (concatenate along a '?' axis sums its inputs' sizes).
 
 A step per call: read the sizes, check them, allocate the results, call.
 """
@@ -29,29 +31,43 @@ class SizeMismatch(ValueError):
     pass
 
 
+def size_of(size, args):
+    """The value of an encoded size for the call's tensors."""
+    n = size[0]
+    for k in range(1, len(size), 2):
+        n += args[size[k]].shape[size[k + 1]]
+    return n
+
+
+def size_text(size):
+    terms = [f"dimension {size[k + 1]} of argument {size[k]}" for k in range(1, len(size), 2)]
+    if size[0] or not terms:
+        terms.append(str(size[0]))
+    return " + ".join(terms)
+
+
 def dynamic_kernel_step(kernel, callee, out, ins, as_tuple):
     attrs = callee.attributes
     size_args = [tuple(x) for x in attrs.get("size_args", ())]
-    checks = [tuple(x) for x in attrs.get("size_checks", ())]
+    checks = [(list(a), list(b)) for a, b in attrs.get("size_checks", ())]
     outs_spec = []
     for b in callee.outputs:
         t = b.type
         outs_spec.append((list(t.shape), np.dtype(T.to_numpy_dtype(t.element_type))))
-    fill = [tuple(x) for x in attrs.get("result_sizes", ())]
+    fill = [(k, ax, list(size)) for k, ax, size in attrs.get("result_sizes", ())]
     name = callee.sym_name
 
     def run(env):
         args = [as_kernel_input(env[i]) for i in ins]
-        for i, a, j, b in checks:
-            want = b if j < 0 else args[j].shape[b]
-            if args[i].shape[a] != want:
-                raise SizeMismatch(f"@{name}: dimension {a} of argument {i} is {args[i].shape[a]} but must equal "
-                                   + (f"{b}" if j < 0 else f"dimension {b} of argument {j} ({want})")
-                                   + " (a '?' dimension does not broadcast)")
+        for a, b in checks:
+            x, y = size_of(a, args), size_of(b, args)
+            if x != y:
+                raise SizeMismatch(f"@{name}: {size_text(a)} is {x} but must equal {size_text(b)} ({y}) "
+                                   "(a '?' dimension does not broadcast)")
         sizes = [args[i].shape[a] for i, a in size_args]
         shapes = [list(s) for s, _ in outs_spec]
-        for k, ax, i, a in fill:
-            shapes[k][ax] = args[i].shape[a]
+        for k, ax, size in fill:
+            shapes[k][ax] = size_of(size, args)
         outs = [empty_aligned(tuple(s), dt) for s, (_, dt) in zip(shapes, outs_spec)]
         kernel(*args, *sizes, *outs)
         env[out] = tuple(outs) if as_tuple else outs[0]

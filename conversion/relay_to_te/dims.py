@@ -5,12 +5,13 @@ Value of a te.func parameter that carries its size at run time.  Each
 ``?`` of a parameter gets one such ``index`` parameter (lower_function
 adds them); every other value's dims follow from its op's rule here,
 TVM's shape function restricted to what a kernel needs: each ``?`` of a
-result is the size of some ``?`` of an operand.
+result is the size of some ``?`` of an operand, or a sum of them.
 
     rule(op, dims of each operand) -> (dims of the result, equalities)
 
-`equalities` are pairs (a size Value, a Value or an int) the op requires
-equal (``add`` of two ``tensor<?x64xf32>``): the runtime checks them before the
+A size may also be a sum of such Values (concatenate along a ``?`` axis:
+``arith.addi`` in the te.func body).  `equalities` are pairs (a size Value,
+a Value or an int) the op requires equal (``add`` of two ``tensor<?x64xf32>``): the runtime checks them before the
 kernel runs, since the kernel reads each operand with the sizes it was
 given.  A ``?`` that would broadcast at run time (a size 1 meeting a
 larger size) fails that check, with a message, rather than being read out
@@ -40,24 +41,30 @@ def param_dims(t, make):
 
 
 def is_dynamic(dims):
-    return any(isinstance(d, Value) for d in dims)
+    """Whether dims (a tensor's tuple, or a list of them for a tuple) has a
+    run-time size."""
+    return any(is_dynamic(d) if isinstance(d, tuple) else isinstance(d, Value) for d in dims)
 
 
-def result_dims(op, operand_dims):
-    """(dims of op's single tensor result, [(Value, Value)] equalities);
-    NoRule when op has no rule for its dynamic operands."""
+def result_dims(op, operand_dims, e):
+    """(dims of op's result -- a list of them for a tuple, as split makes
+    --, [(size, size)] equalities); NoRule when op has no rule for its
+    dynamic operands.  `e` emits the index arithmetic of a size that is a
+    sum (concatenate along a '?' axis)."""
     t = op.results[0].type
-    if not isinstance(t, T.TensorType):
-        raise NoRule(f"'{op.name}' has a dynamic operand and a {t} result")
     name = op.op_name if hasattr(op, "op_name") else op.name
     fn = _RULES.get(name) or (_broadcast if name in _broadcast_ops() else None)
     if fn is None:
         raise NoRule(f"'{name}' has no rule for the sizes of dynamic ('?') dimensions yet")
     eqs = []
     try:
-        dims = fn(op, operand_dims, eqs)
+        dims = fn(op, operand_dims, eqs, e)
     except (TypeError, ValueError, IndexError, KeyError) as err:   # attributes the rule cannot read
         raise NoRule(f"'{name}': no size for its dynamic dimensions ({err})") from None
+    if isinstance(t, T.TupleType) and isinstance(dims, list) and len(dims) == len(t.types):
+        return [_against_type(op, f, d) for f, d in zip(t.types, dims)], eqs
+    if not isinstance(t, T.TensorType) or isinstance(dims, list):
+        raise NoRule(f"'{name}' has a dynamic operand and a {t} result")
     return _against_type(op, t, dims), eqs
 
 
@@ -92,7 +99,7 @@ def _merge(dims, eqs):
     return head
 
 
-def _broadcast(op, ins, eqs):
+def _broadcast(op, ins, eqs, e):
     """numpy broadcasting, right-aligned: a static 1 takes the other size;
     the sizes left must be equal (a '?' does not broadcast a run-time 1)."""
     rank = max(len(d) for d in ins)
@@ -104,11 +111,11 @@ def _broadcast(op, ins, eqs):
     return tuple(out)
 
 
-def _first(op, ins, eqs):
+def _first(op, ins, eqs, e):
     return ins[0]
 
 
-def _matmul(op, ins, eqs):
+def _matmul(op, ins, eqs, e):
     a, b = ins
     attrs = op.attributes
     ta, tb = attrs.get("transpose_a", False), attrs.get("transpose_b", op.op_name == "nn.dense")
@@ -121,17 +128,17 @@ def _matmul(op, ins, eqs):
     return lead + (n,)
 
 
-def _batch_matmul(op, ins, eqs):
+def _batch_matmul(op, ins, eqs, e):
     x, y = ins
     ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
-    batch = _broadcast(op, [x[:1], y[:1]], eqs)[0]
+    batch = _broadcast(op, [x[:1], y[:1]], eqs, e)[0]
     m, k = (x[2], x[1]) if ta else (x[1], x[2])
     ky, n = (y[2], y[1]) if tb else (y[1], y[2])
     _unify(k, ky, eqs)
     return (batch, m, n)
 
 
-def _transpose(op, ins, eqs):
+def _transpose(op, ins, eqs, e):
     x = ins[0]
     axes = op.attributes.get("axes")
     if not axes:
@@ -139,14 +146,14 @@ def _transpose(op, ins, eqs):
     return tuple(x[a % len(x)] for a in axes)
 
 
-def _reduce(op, ins, eqs):
+def _reduce(op, ins, eqs, e):
     x = ins[0]
     axes = set(op.reduce_axes(len(x)))
     keep = op.attributes.get("keepdims")
     return tuple(1 if a in axes else d for a, d in enumerate(x) if keep or a not in axes)
 
 
-def _reshape(op, ins, eqs):
+def _reshape(op, ins, eqs, e):
     """TVM's reshape codes over sizes: 0 copies the input's dimension
     (a '?' keeps its size), a positive code is static, -2 copies the rest;
     -1 is what is left: the input's sizes not copied, divided by the
@@ -193,14 +200,38 @@ def _static_product(dims):
     return n
 
 
-def _squeeze(op, ins, eqs):
+def _squeeze(op, ins, eqs, e):
     x = ins[0]
     shape = op.operands[0].type.shape
     drop = set(op.dropped(shape))
     return tuple(d for a, d in enumerate(x) if a not in drop)
 
 
-def _take(op, ins, eqs):
+def _concatenate(op, ins, eqs, e):
+    """Along the axis: the sum of the sizes; elsewhere they must agree."""
+    a = op.attributes["axis"] % len(ins[0])
+    out = []
+    for ax in range(len(ins[0])):
+        if ax == a:
+            total = 0
+            for d in ins:
+                total = e.add(total, d[ax])
+            out.append(total)
+        else:
+            out.append(_merge([d[ax] for d in ins], eqs))
+    return tuple(out)
+
+
+def _split(op, ins, eqs, e):
+    """Pieces along a static axis keep the other sizes."""
+    x = ins[0]
+    a = op.attributes["axis"] % len(x)
+    if not isinstance(x[a], int):
+        raise NoRule("split along a dynamic axis")
+    return [x[:a] + (n,) + x[a + 1:] for n in op.pieces(x[a])]
+
+
+def _take(op, ins, eqs, e):
     data, idx = ins
     axis = op.attributes.get("axis")
     if axis is None:
@@ -209,7 +240,7 @@ def _take(op, ins, eqs):
     return data[:axis] + idx + data[axis + 1:]
 
 
-def _expand_dims(op, ins, eqs):
+def _expand_dims(op, ins, eqs, e):
     x = ins[0]
     axis = op.attributes["axis"]
     n = op.attributes.get("num_newaxis", 1)
@@ -222,7 +253,7 @@ _RULES = {
     "nn.bias_add": _first, "nn.softmax": _first, "nn.log_softmax": _first, "nn.fast_softmax": _first,
     "nn.layer_norm": _first, "nn.l2_normalize": _first, "nn.dropout": _first, "nn.relu": _first,
     "transpose": _transpose, "reshape": _reshape, "take": _take, "expand_dims": _expand_dims,
-    "squeeze": _squeeze,
+    "squeeze": _squeeze, "concatenate": _concatenate, "split": _split,
     "sum": _reduce, "mean": _reduce, "max": _reduce, "min": _reduce, "prod": _reduce,
     "variance": _reduce, "std": _reduce, "argmax": _reduce, "argmin": _reduce,
     "all": _reduce, "any": _reduce,

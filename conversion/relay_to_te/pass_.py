@@ -115,13 +115,15 @@ def lower_function(module, rf, schedule=True, target="llvm"):
             # a tuple (split, topk) returns its fields: the te.func has one result each
             outs = [x for v in op.operands for x in (env[v] if isinstance(env[v], tuple) else (env[v],))]
             break
-        if isinstance(op, (TupleOp, TupleGetItemOp)) and any(is_dynamic(dims_of.get(v, ())) for v in op.operands):
-            raise op.error("a tuple of tensors with dynamic dimensions has no lowering yet")
         if isinstance(op, TupleOp):
             env[op.results[0]] = tuple(env[v] for v in op.operands)
+            if any(v in dims_of for v in op.operands):
+                dims_of[op.results[0]] = [dims_of.get(v) or tuple(v.type.shape) for v in op.operands]
             continue
         if isinstance(op, TupleGetItemOp):
             env[op.results[0]] = env[op.operands[0]][op.attributes["index"]]
+            if op.operands[0] in dims_of:
+                dims_of[op.results[0]] = dims_of[op.operands[0]][op.attributes["index"]]
             continue
         if isinstance(op, ConstantOp):
             attr = op.value
@@ -144,9 +146,11 @@ def lower_function(module, rf, schedule=True, target="llvm"):
         ins = [dims_of.get(v) or tuple(v.type.shape) for v in op.operands]
         if any(is_dynamic(d) for d in ins):
             try:
-                dims_of[r], eqs = result_dims(op, ins)
+                dims_of[r], eqs = result_dims(op, ins, e)
                 checks.extend(eqs)
-                e.result_dims, e.operand_dims = dims_of[r], ins
+                # a tuple's fields (split's pieces) share their '?' axes: the first sizes them all
+                e.result_dims = dims_of[r][0] if isinstance(dims_of[r], list) else dims_of[r]
+                e.operand_dims = ins
                 env[r] = fn(e, op, [env[v] for v in op.operands])
             except NoRule as err:
                 raise op.error(str(err)) from None
@@ -168,6 +172,7 @@ def lower_function(module, rf, schedule=True, target="llvm"):
         else:
             default_schedule_for(target)(e, outs)
     body.append(ReturnOp(outs, [], {}, (), rf.loc))
+    _hoist_sizes(body)
     attrs = {k: v for k, v in rf.attributes.items() if k not in ("primitive", "function_type")}
     if sizes:
         try:
@@ -185,39 +190,62 @@ def lower_function(module, rf, schedule=True, target="llvm"):
 
 def _size_params(body, sizes, checks, outs):
     """Move the size parameters after the tensors (the caller passes the
-    tensors; the runtime adds the sizes) and describe them for the runtime:
+    tensors; the runtime adds the sizes) and describe them for the runtime.
+    A size is written ``[c, i1, a1, i2, a2, ...]``: c plus dimension a1 of
+    tensor parameter i1 plus ...
 
     * ``size_args``: per size parameter, [tensor parameter, axis] it is
       the size of;
-    * ``size_checks``: [i, a, j, b]: size (i, a) must equal size (j, b),
-      or the constant b where j = -1;
-    * ``result_sizes``: [result, axis, i, a]: the result's '?' axis is the
-      size (i, a)."""
+    * ``size_checks``: [size, size] pairs that must be equal;
+    * ``result_sizes``: [result, axis, size] for each '?' of a result."""
     from ...dialects.te.ops import ComputeOp
-    from ...ir.core import Value
     from .dims import NoRule
     index_args = set(sizes.values())
     body.args = [a for a in body.args if a not in index_args] + list(sizes.values())
     for k, a in enumerate(body.args):
         a.index = k
     where = {v: key for key, v in sizes.items()}
-    size_checks = []
-    for a, b in checks:
-        i, ax = where[a]
-        size_checks.append((i, ax) + (where[b] if isinstance(b, Value) else (-1, b)))
+
+    def size(v):
+        if type(v) is int:
+            return [v]
+        if v in where:
+            return [0, *where[v]]
+        d = v.defining_op()
+        if d is not None and d.name == "arith.constant":
+            return [int(d.attributes["value"])]
+        if d is not None and d.name == "arith.addi":
+            a, b = size(d.operands[0]), size(d.operands[1])
+            return [a[0] + b[0]] + a[1:] + b[1:]
+        raise NoRule("a size that is not a sum of the parameters' sizes")
+    size_checks = [(size(a), size(b)) for a, b in checks]
     result_sizes = []
     for k, v in enumerate(outs):
         if v.type.is_static:
             continue
         d = v.defining_op()
-        if not isinstance(d, ComputeOp) or any(x not in where for x in d.operands):
+        if not isinstance(d, ComputeOp):
             raise NoRule(f"result {k} ({v.type}) is not sized by the parameters' sizes")
         it = iter(d.operands)
         for ax, n in enumerate(v.type.shape):
             if n is None:
-                result_sizes.append((k, ax) + where[next(it)])
+                result_sizes.append((k, ax, size(next(it))))
     return {"size_args": tuple(tuple(key) for key in sizes), "size_checks": tuple(size_checks),
             "result_sizes": tuple(result_sizes)}
+
+
+def _hoist_sizes(body):
+    """The index arithmetic of sums of sizes (emitted where an op needed
+    it) moves to the top of the function: it reads only parameters, and the
+    storage of every stage, placed first, may need it."""
+    from ...dialects.te.ops import ComputeOp
+    first = next((op for op in body.ops if isinstance(op, ComputeOp) or op.name.startswith("te.")), None)
+    if first is None:
+        return
+    for op in list(body.ops):
+        if op.name.startswith("arith.") and not op.regions:
+            op.detach()
+            body.insert_before(first, op)
 
 
 def is_lifted(const_op) -> bool:

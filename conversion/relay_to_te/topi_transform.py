@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .registry import Scalar, as_index, as_tensor, axis_names, load, out_type, ravel, stage_name, strategy, unravel
+from .registry import (Scalar, as_index, as_tensor, axis_names, load, operand_dims, out_type, ravel, stage_name,
+                       strategy, unravel)
 
 
 def _copy(e, op, x, src_of, name):
@@ -48,7 +49,30 @@ def reshape(e, op, args):
     # '?' dimensions: their sizes (index Values) from the lowering
     src = e.operand_dims[0] if e.operand_dims else shape
     dst = e.result_dims or t.shape
-    return _copy(e, op, args[0], lambda e, idx: unravel(e, ravel(e, idx, dst), src), "T_reshape")
+    return _copy(e, op, args[0], lambda e, idx: reshape_index(e, idx, dst, src), "T_reshape")
+
+
+def reshape_index(e, idx, dst, src):
+    """The index into `src` dims of element `idx` of the `dst` dims, row
+    major.  Unit axes read 0, the leading dims the two share are read
+    through; only what is left is linearised and split again (a '?' kept
+    in front is never a divisor, which bound inference could not follow)."""
+    def same(a, b):
+        return a is b or (type(a) is int and type(b) is int and a == b)
+    ins = [a for a, d in enumerate(src) if not same(d, 1)]
+    outs = [a for a, d in enumerate(dst) if not same(d, 1)]
+    k = 0
+    while k < min(len(ins), len(outs)) and same(src[ins[k]], dst[outs[k]]):
+        k += 1
+    rest_in, rest_out = [src[a] for a in ins[k:]], [dst[a] for a in outs[k:]]
+    if not all(type(d) is int for d in rest_in + rest_out):
+        return unravel(e, ravel(e, idx, dst), src)
+    out = [0] * len(src)
+    for a, b in zip(ins[:k], outs[:k]):
+        out[a] = idx[b]
+    for a, v in zip(ins[k:], unravel(e, ravel(e, [idx[b] for b in outs[k:]], rest_out), rest_in)):
+        out[a] = v
+    return out
 
 
 @strategy("squeeze")
@@ -91,7 +115,7 @@ def _select_inputs(e, xs, a, idx, ranges, src_of):
     for k in reversed(range(len(xs))):
         lo, hi = ranges[k]
         below = e.cmp("lt", idx[a], hi) if k < len(xs) - 1 else True
-        inside = e.and_(e.cmp("ge", idx[a], lo) if lo > 0 else True, below)
+        inside = e.and_(e.cmp("ge", idx[a], lo) if not (type(lo) is int and lo == 0) else True, below)
         r = e.read(xs[k], src_of(k), guard=inside)
         v = r if v is None else e.select(below, r, v)
     return v
@@ -103,9 +127,10 @@ def concatenate(e, op, args):
     xs = [as_tensor(e, x, "data") for x in args]
     a = op.attributes["axis"] % t.rank
     ranges, off = [], 0
-    for x in xs:
-        ranges.append((off, off + x.type.shape[a]))
-        off += x.type.shape[a]
+    for k, x in enumerate(xs):
+        n = operand_dims(e, k, x)[a]   # an index Value along a '?' axis
+        ranges.append((off, e.add(off, n)))
+        off = e.add(off, n)
 
     def body(e, *idx):
         idx = list(idx)

@@ -162,7 +162,8 @@ def apply_to_func(func):
     by_compute = {st.compute: st for st in live if st.attach == "root"}
     order = [by_compute.get(op, op) for op in func.body.ops if op in by_compute or isinstance(op, ExternOp)]
     ret = func.return_op.detach()
-    anchor = func.body.first
+    # storage goes first, after the index arithmetic of sizes (a concatenation's sum)
+    anchor = next((op for op in func.body.ops if op.name.startswith("te.")), None)
     for st in order:
         if not isinstance(st, Stage):   # a te.extern: storage for its result
             r = RealizeOp((), [st.results[0].type], {}, (), st.loc)
@@ -177,8 +178,11 @@ def apply_to_func(func):
             if c.operands and not out:
                 raise c.error("a stage of dynamic shape must be an output of the function or inlined "
                               "(intermediate buffers are static)")
-            if any(v.defining_op() is not None for v in c.operands):
-                raise c.error("the sizes of a dynamic stage must be parameters of the function")
+            if any(v.defining_op() is not None and (v.defining_op().parent is not func.body
+                                                    or v.defining_op().name.startswith("te."))
+                   for v in c.operands):
+                raise c.error("the sizes of a dynamic stage must be parameters of the function "
+                              "or index arithmetic on them at its top level")
             r = realize_for(st, c.tensor_type, c.loc, output=out, sizes=c.operands)
             if anchor is None:
                 func.body.append(r)
