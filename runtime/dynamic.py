@@ -56,6 +56,7 @@ def dynamic_kernel_step(kernel, callee, out, ins, as_tuple):
         outs_spec.append((list(t.shape), np.dtype(T.to_numpy_dtype(t.element_type))))
     fill = [(k, ax, list(size)) for k, ax, size in attrs.get("result_sizes", ())]
     name = callee.sym_name
+    call = _direct_call(kernel, len(ins), len(size_args), len(outs_spec))
 
     def run(env):
         args = [as_kernel_input(env[i]) for i in ins]
@@ -69,6 +70,32 @@ def dynamic_kernel_step(kernel, callee, out, ins, as_tuple):
         for k, ax, size in fill:
             shapes[k][ax] = size_of(size, args)
         outs = [empty_aligned(tuple(s), dt) for s, (_, dt) in zip(shapes, outs_spec)]
-        kernel(*args, *sizes, *outs)
+        if call is None:
+            kernel(*args, *sizes, *outs)
+        else:
+            call(args, sizes, outs)
         env[out] = tuple(outs) if as_tuple else outs[0]
     return run
+
+
+def _direct_call(kernel, n_in, n_sizes, n_out):
+    """The kernel's C entry called with pointers, sizes and the hidden '?'
+    dimensions (backend/abi.py), without Kernel.__call__'s checks per
+    call: the inputs' static dimensions are those of the relay types the
+    executor checked at the entry and the kernels made, their '?' sizes
+    are the ones just checked, and the outputs are fresh.  None when the
+    signature is not tensors, sizes, outputs in that order."""
+    sig = kernel.sig
+    declared = sig.declared
+    kinds = [p.kind for p in declared]
+    if kernel.unsupported or kinds != ["buffer"] * n_in + ["scalar"] * n_sizes + ["buffer"] * n_out:
+        return None
+    hidden = [(p.buffer, p.axis) for p in sig.params[len(declared):]]
+    cfunc = kernel.cfunc
+    first_out = n_in + n_sizes
+
+    def call(args, sizes, outs):
+        bufs = args + [None] * n_sizes + outs
+        dims = [bufs[b].shape[a] if b < n_in else outs[b - first_out].shape[a] for b, a in hidden]
+        cfunc(*[a.ctypes.data for a in args], *sizes, *[o.ctypes.data for o in outs], *dims)
+    return call

@@ -102,7 +102,7 @@ def module_lookup(module, op):
 
 def _shape_text(t):
     if isinstance(t, (T.TensorType, T.MemRefType)):
-        return "x".join(str(d) for d in t.shape) or "scalar"
+        return "x".join("?" if d is None else str(d) for d in t.shape) or "scalar"
     if isinstance(t, T.TupleType):
         return "(" + ", ".join(_shape_text(x) for x in t.types) + ")"
     return str(t)

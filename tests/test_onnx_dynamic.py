@@ -93,3 +93,23 @@ def test_tvm_run_takes_any_length(tmp_path, n):
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     want = sess.run(None, {"h": np.load(h), "mask": np.load(m)})[0]
     np.testing.assert_allclose(np.load(out), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n,kernel", [(96, "contrib_dense_pack"), (100, "strided_slice"), (8, "matmul")])
+def test_a_dense_with_dynamic_rows_packs_its_weight(n, kernel):
+    """A MatMul by a constant with a '?' row count: the weight packed in
+    column panels (padded to whole panels, the extra columns sliced off
+    after, when no panel width divides N; transposed to K x N when N is
+    narrow), so that the columns are the vector axis for one row or many."""
+    g = z.GraphBuilder(3)
+    y = g.node("Relu", [z.dense(g, "x", 64, n)])
+    model = g.model([z.tensor_info("x", [1, "seq", 64])], [z.tensor_info(y, None)])
+    rep = backend.prepare(model)
+    compiled = rep._dynamic.run.compiled
+    assert not compiled.interpreted and any(kernel in k for k in compiled.kernels), compiled.kernels
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(n)
+    for rows in (1, 5, 33):
+        x = rng.standard_normal((1, rows, 64)).astype(np.float32)
+        np.testing.assert_allclose(rep.run([x])[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    assert rep.builds == 1

@@ -105,7 +105,7 @@ _FLOAT_BINARY = {A.AddFOp: "fadd", A.SubFOp: "fsub", A.MulFOp: "fmul", A.DivFOp:
 # rounding instead of two: never less accurate); no other fast-math flag.
 _CONTRACTABLE = (A.AddFOp, A.SubFOp, A.MulFOp)
 _INTRINSIC_BINARY = {A.MaxSIOp: "llvm.smax", A.MinSIOp: "llvm.smin", A.MaximumFOp: "llvm.maximum",
-                     A.MinimumFOp: "llvm.minimum", A.PowFOp: "llvm.pow"}
+                     A.MinimumFOp: "llvm.minimum"}
 _INT_CASTS = (A.IndexCastOp, A.ExtSIOp, A.ExtUIOp, A.TruncIOp)
 
 
@@ -286,6 +286,8 @@ class FuncCodegen:
             out = getattr(b, _FLOAT_BINARY[cls])(*args)
             if cls in _CONTRACTABLE:
                 out.flags.append("contract")
+        elif cls is A.PowFOp:
+            out = self.powf(b, *args)
         elif cls in _INTRINSIC_BINARY:
             out = b.call(intrinsic(self.m, _INTRINSIC_BINARY[cls], args[0].type, 2), args)
         elif cls is A.NegFOp:
@@ -339,6 +341,19 @@ class FuncCodegen:
         fix = b.and_(b.icmp_signed("!=", r, self._splat(r, 0)),
                      b.icmp_signed("<", b.xor(r, c), self._splat(r, 0)))
         return b.select(fix, b.add(r, c), r)
+
+    def powf(self, b, x, y):
+        """libm's pow, with its two exact cases made explicit: pow(x, +-0)
+        and pow(1, y) are 1 for every x and y, NaN included.  llvm.pow
+        lowered for vectors (or folded) need not keep them: pow(nan, -0.0)
+        came back NaN."""
+        from llvmlite import ir
+        out = b.call(intrinsic(self.m, "llvm.pow", x.type, 2), [x, y])
+        one = ir.Constant(x.type, 1.0) if not isinstance(x.type, ir.VectorType) else \
+            ir.Constant(x.type, [ir.Constant(x.type.element, 1.0)] * x.type.count)
+        zero = ir.Constant(y.type, None)
+        exact = b.or_(b.fcmp_ordered("==", y, zero), b.fcmp_ordered("==", x, one))
+        return b.select(exact, one, out)
 
     def cast(self, op, x):
         b = self.b

@@ -128,6 +128,13 @@ def _matmul(op, ins, eqs, e):
     return lead + (n,)
 
 
+def _dense_pack(op, ins, eqs, e):
+    """x [.., K] by a weight packed [N / n, K, n]: the rows, then N (static)."""
+    x, w = ins
+    _unify(x[-1], w[1], eqs)
+    return x[:-1] + (op.results[0].type.shape[-1],)
+
+
 def _batch_matmul(op, ins, eqs, e):
     x, y = ins
     ta, tb = op.attributes["transpose_a"], op.attributes["transpose_b"]
@@ -231,6 +238,19 @@ def _split(op, ins, eqs, e):
     return [x[:a] + (n,) + x[a + 1:] for n in op.pieces(x[a])]
 
 
+def _strided_slice(op, ins, eqs, e):
+    """Slices of static axes; a '?' axis must be left whole."""
+    x = ins[0]
+    a = op.attributes
+    rank = len(x)
+    axes = a.get("axes")
+    axes = set(range(len(a["begin"]))) if axes is None else {ax % rank for ax in axes}
+    if any(not isinstance(x[ax], int) for ax in axes):
+        raise NoRule("strided_slice of a dynamic ('?') axis")
+    t = op.results[0].type
+    return tuple(t.shape[ax] if ax in axes else d for ax, d in enumerate(x))
+
+
 def _take(op, ins, eqs, e):
     data, idx = ins
     axis = op.attributes.get("axis")
@@ -250,10 +270,11 @@ def _expand_dims(op, ins, eqs, e):
 
 _RULES = {
     "nn.dense": _matmul, "nn.matmul": _matmul, "nn.batch_matmul": _batch_matmul,
+    "nn.contrib_dense_pack": _dense_pack,
     "nn.bias_add": _first, "nn.softmax": _first, "nn.log_softmax": _first, "nn.fast_softmax": _first,
     "nn.layer_norm": _first, "nn.l2_normalize": _first, "nn.dropout": _first, "nn.relu": _first,
     "transpose": _transpose, "reshape": _reshape, "take": _take, "expand_dims": _expand_dims,
-    "squeeze": _squeeze, "concatenate": _concatenate, "split": _split,
+    "squeeze": _squeeze, "concatenate": _concatenate, "split": _split, "strided_slice": _strided_slice,
     "sum": _reduce, "mean": _reduce, "max": _reduce, "min": _reduce, "prod": _reduce,
     "variance": _reduce, "std": _reduce, "argmax": _reduce, "argmin": _reduce,
     "all": _reduce, "any": _reduce,

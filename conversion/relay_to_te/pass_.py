@@ -167,8 +167,9 @@ def lower_function(module, rf, schedule=True, target="llvm"):
         if sizes:
             if str(target).split()[0] == "cuda":
                 raise rf.error("no CUDA schedule for dynamic ('?') dimensions yet")
+            from .schedules import vector_unit
             from .schedules_dynamic import dynamic_schedule
-            dynamic_schedule(e, outs)
+            dynamic_schedule(e, outs, vector_unit(str(target).strip() or "llvm").lanes)
         else:
             default_schedule_for(target)(e, outs)
     body.append(ReturnOp(outs, [], {}, (), rf.loc))

@@ -12,7 +12,13 @@ only what holds for every size:
   as a kernel's parameter);
 * every output runs its outermost axis in parallel, and vectorizes its
   innermost spatial axis where that axis is static and a multiple of the
-  vector width (a split by the width needs no tail then).
+  vector width (a split by the width needs no tail then);
+* a GEMM whose static columns every read walks contiguously (a packed
+  weight panel, or a K x N matrix: alter-op-layout makes one of them for
+  a dense with '?' rows) runs panels of up to 4 vectors of columns in
+  parallel, the rows inside, and per row 4 vectors of sums over k in
+  registers (4 independent chains of FMAs), its epilogue applied per
+  panel: a decoding step's one row still uses every core.
 
 Correct for every size; its speed is the next step (a GEMM with a dynamic
 row count wants the register tiles of schedules_gemm.py, with a tail).
@@ -32,6 +38,8 @@ def dynamic_schedule(e, outputs, width=16):
         if c not in outs and c.reducer is None:
             s.compute_inline(c.results[0])
     inner = [c for c in computes if c not in outs and c.reducer is not None]
+    if len(outs) == 1 and _column_panels(s, outs[0], inner, width):
+        return
     for o in outs:
         axes = s.axes(o.results[0])
         if inner and len(outs) == 1:
@@ -46,6 +54,84 @@ def dynamic_schedule(e, outputs, width=16):
         _vectorize_parallel(s, o, axes, width)
     for c in inner:   # static: at the root, once
         _vectorize_parallel(s, c, s.axes(c.results[0]), width)
+
+
+def _column_panels(s, o, inner, width):
+    """A GEMM (the output, or the one reduction its epilogue reads) whose
+    columns are a static multiple of `width` and read contiguously: the
+    columns in panels of `width`, the panels in parallel (a one-row
+    product, a decoding step, still uses every core), the rows inside, and
+    per row and panel the sum over k of a vector of `width` columns.
+    Returns whether it applied."""
+    gemm = o if o.reducer is not None and not inner else inner[0] if len(inner) == 1 else None
+    if gemm is None or not _columns_contiguous(gemm, width) or gemm.rank != o.rank:
+        return False
+    if gemm is not o and (o.tensor_type.shape != gemm.tensor_type.shape):
+        return False
+    rank = o.rank
+    acc = gemm.results[0]
+    if gemm is o:   # the sums in a local tile (registers), copied out per panel
+        cache = s.cache_write(acc, "local")
+        acc = cache
+    # a panel of up to 4 vectors: as many independent sums in flight per k
+    n = gemm.tensor_type.shape[-1]
+    panel = next(p for p in (4 * width, 2 * width, width) if n % p == 0)
+    # (the output's spatial axes: after a cache_write it is a copy)
+    axes = list(s._op("te.axes", [o.results[0]], rank, [a.name for a in o.body.args[:rank]]))
+    jo, ji = s.split(axes[rank - 1], factor=panel)
+    s.reorder(jo, *axes[:rank - 1], ji)
+    s.parallel(jo)
+    _, jv = s.split(ji, factor=width)
+    s.vectorize(jv)
+    s.compute_at(acc, axes[rank - 2])
+    # the axes of the local tile are those of the compute it took over (spatial, then k)
+    g = list(s._op("te.axes", [acc], len(gemm.body.args), [a.name for a in gemm.body.args]))
+    gjo, gji = s.split(g[rank - 1], factor=panel)
+    gju, gjv = s.split(gji, factor=width)
+    s.reorder(*g[:rank - 1], gjo, *g[rank:], gju, gjv)
+    s.unroll(gju)
+    s.vectorize(gjv)
+    return True
+
+
+def _columns_contiguous(c, width):
+    """Whether c is a sum over one reduce axis whose static last axis j (a
+    multiple of `width`) every read takes as its last index, plainly or as
+    j % n of a packed panel (j // n before it)."""
+    from ...dialects.te.ops import ReadOp
+    shape = c.tensor_type.shape
+    if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2 or shape[-1] is None \
+            or shape[-1] % width:
+        return False
+    j = c.body.args[c.rank - 1]
+
+    def uses_j(v, seen=0):
+        if v is j:
+            return True
+        d = v.defining_op()
+        return d is not None and seen < 8 and any(uses_j(x, seen + 1) for x in d.operands)
+
+    def is_mod(v, kind):
+        d = v.defining_op()
+        return (d is not None and d.name == kind and d.operands[0] is j
+                and _const(d.operands[1]) is not None and _const(d.operands[1]) % width == 0)
+    vector_read = False   # some read walks the columns (the weight panel)
+    for op in c.body.ops:
+        if not isinstance(op, ReadOp) or not op.indices:
+            continue
+        *lead, last = op.indices
+        if any(uses_j(v) and not is_mod(v, "arith.floordivsi") for v in lead):
+            return False
+        if uses_j(last) and not (last is j or is_mod(last, "arith.floormodsi")):
+            return False
+        if uses_j(last):
+            vector_read = True
+    return vector_read
+
+
+def _const(v):
+    d = v.defining_op()
+    return d.attributes.get("value") if d is not None and d.name == "arith.constant" else None
 
 
 def _attach_axis(o, inner):

@@ -180,7 +180,8 @@ def split(e, op, args):
 @strategy("strided_slice")
 def strided_slice(e, op, args):
     shape = args[0].type.shape
-    ranges = [sl.indices(n) for sl, n in zip(op.slices(shape), shape)]
+    # a '?' axis is left whole (dims.py's rule): read straight through
+    ranges = [(0, None, 1) if n is None else sl.indices(n) for sl, n in zip(op.slices(shape), shape)]
     return _copy(e, op, args[0], lambda e, idx: [e.add(b, e.mul(i, s)) for i, (b, _, s) in zip(idx, ranges)],
                  "T_strided_slice")
 

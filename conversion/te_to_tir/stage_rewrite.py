@@ -51,11 +51,15 @@ def _compute_of(op, v, what="stage"):
     return d
 
 
-def _new_compute(anchor, t, reduce_extents, reducer, names, reduce_names, name, loc):
-    if not t.is_static or any(type(x) is not int for x in reduce_extents):
+def _new_compute(anchor, t, reduce_extents, reducer, names, reduce_names, name, loc, sizes=()):
+    """A compute of type t before `anchor`; `sizes`: the Values of t's '?'
+    dimensions (a copy of a dynamic stage has its sizes)."""
+    if sum(1 for d in t.shape if d is None) != len(sizes) or any(type(x) is not int for x in reduce_extents):
         raise anchor.error(f"cannot make stage '{name}' of a stage with run-time ('?') sizes: "
-                           "cache_read, cache_write and rfactor need static shapes")
+                           "cache_read and rfactor need static shapes")
     c = ComputeOp.create(t, reduce_extents, reducer, names, reduce_names, loc)
+    if sizes:
+        c.set_operands(list(sizes))
     if reducer is not None and not isinstance(reducer, str):
         c.attributes["reducer"] = reducer
     anchor.parent.insert_before(anchor, c)
@@ -127,7 +131,8 @@ def cache_write(func, op):
     cl.results[0].name = op.results[0].name
     c.parent.insert_before(c, cl)
     t = c.tensor_type
-    copy = _new_compute(c, t, (), None, [a.name for a in c.spatial_axes], (), stage.name, c.loc)
+    sizes = c.operands[:sum(1 for d in t.shape if d is None)]
+    copy = _new_compute(c, t, (), None, [a.name for a in c.spatial_axes], (), stage.name, c.loc, sizes)
     e = Emitter(copy.body, c.loc)
     _copy_body(e, cl.results[0], list(copy.body.args))
     stage.replace_all_uses_with(copy.results[0])

@@ -61,7 +61,9 @@ class AlterOpLayout(ModulePass):
     nn.dense (or nn.matmul, or a 1x1 NHWC nn.conv2d) with a constant weight:
     with 16 or more rows, nn.contrib_dense_pack over the weight packed in
     panels of pack-width columns; a dense with 4 or more, nn.matmul over
-    the weight transposed; another NHWC conv2d, its weight as OHWI{n}o."""
+    the weight transposed; another NHWC conv2d, its weight as OHWI{n}o.
+    Rows known only at run time ('?') count as many: packed (padded), or
+    K x N below 16 columns."""
 
     NAME = "alter-op-layout"
     OP = "relay.func"
@@ -131,6 +133,10 @@ class AlterOpLayout(ModulePass):
             widths = self._width()
             nb = next((c for c in widths if n % c == 0), None)
             pad = 0
+            if rows is None:
+                # rows known at run time (a sequence): packed (padded if need be), or
+                # K x N, so that the columns are the vector axis whatever the row count
+                rows = MIN_PACK_ROWS if nb is not None or n >= MIN_PAD_COLUMNS else MIN_ROWS
             if nb is None and rows >= MIN_PACK_ROWS and n >= MIN_PAD_COLUMNS:
                 # (an LM head's 50257 columns, ShuffleNet's 58 channels):
                 # zero columns up to a whole panel, the extra outputs
@@ -221,7 +227,11 @@ def _constant_weight(op):
         return None
     x, w = op.operands[0].type, op.operands[1].type
     c = defining_constant(op.operands[1])
-    if c is None or not (isinstance(x, T.TensorType) and x.is_static and isinstance(w, T.TensorType) and w.is_static):
+    # the data may have '?' rows (a sequence); its last axis is the static reduction
+    if c is None or not (isinstance(x, T.TensorType) and x.shape and x.shape[-1] is not None
+                         and isinstance(w, T.TensorType) and w.is_static):
+        return None
+    if not x.is_static and isinstance(op, Conv2DOp):
         return None
     if not T.is_float(w.element_type) or x.rank < 2 or (w.rank != 2 and not isinstance(op, Conv2DOp)):
         return None
@@ -248,8 +258,11 @@ def _nhwc_one_group(op):
 
 
 def _rows(op):
+    """The data's row count; None when it is known only at run time."""
     rows = 1
     for d in op.operands[0].type.shape[:-1]:
+        if d is None:
+            return None
         rows *= d
     return rows
 

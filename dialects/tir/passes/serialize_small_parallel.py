@@ -13,8 +13,16 @@ statically, in operations::
 
 A ``parallel`` loop (outermost: one inside another is serial already in
 the codegen) whose work is known and below ``min-work`` becomes
-``serial``.  Loops with a dynamic extent are left alone: their work is
-known only at run time.
+``serial``.  Where extents are sizes known at run time (a kernel over a
+sequence: one token or a thousand), the work is a static count times
+those sizes; the loop is versioned on it::
+
+    %w = arith.muli %n, <static work> : index
+    %small = arith.cmpi slt, %w, <min-work> : index
+    tir.if %small { the loop, serial } else { the loop, parallel }
+
+(only when the sizes are defined outside the loop: parameters, or index
+arithmetic at the top of the function).
 """
 
 from __future__ import annotations
@@ -68,14 +76,100 @@ class SerializeSmallParallel(ModulePass):
     min_work: int = option(MIN_WORK, "operations below which a parallel loop nest runs serially")
 
     def run(self, module, ctx):
-        n = 0
+        n = versioned = 0
         for f in [op for op in module.walk() if isinstance(op, FuncOp)]:
             for op in list(f.walk(include_self=False)):
                 if isinstance(op, ForOp) and op.kind == "parallel" and not _inside_parallel(op):
                     if work([op], self.min_work) is not None:
                         op.attributes["kind"] = "serial"
                         n += 1
+                    elif _version(op, self.min_work):
+                        versioned += 1
         ctx.stat(self, "parallel loops made serial", n)
+        ctx.stat(self, "parallel loops versioned on run-time sizes", versioned)
+
+
+def symbolic_work(ops, outside):
+    """(static count, [size Values]) whose product is the operations of
+    `ops`, the sizes being loop bounds from `outside` (a set of Values
+    defined before the loop); None when another bound is dynamic."""
+    count, sizes = 0, None
+    terms = []
+    for op in ops:
+        if isinstance(op, ForOp):
+            lo, hi = op.lower, op.upper
+            inner = symbolic_work(op.body.ops, outside)
+            if inner is None:
+                return None
+            c, vs = inner
+            if isinstance(lo, int) and isinstance(hi, int):
+                terms.append((max(hi - lo, 0) * c, vs))
+            elif lo == 0 and hi in outside:
+                terms.append((c, vs + [hi]))
+            else:
+                return None
+        elif op.regions:
+            for r in op.regions:
+                for b in r.blocks:
+                    inner = symbolic_work(b.ops, outside)
+                    if inner is None:
+                        return None
+                    terms.append(inner)
+        else:
+            count += 1
+    # a sum of products: bounded above by (sum of the counts) x (the sizes of the largest term)
+    for c, vs in terms:
+        if sizes is None or len(vs) > len(sizes):
+            sizes = vs
+        elif vs and vs != sizes[:len(vs)]:
+            return None
+        count += c
+    return count, list(sizes or [])
+
+
+def _version(loop, min_work):
+    """Version `loop` on its run-time work (module docstring); whether it did."""
+    from ....ir import types as T
+    from ..ops import IfOp
+    f = loop.parent
+    func = _func_of(loop)
+    outside = set(func.body.args)
+    for op in func.body.ops:
+        if op is loop or op.regions:
+            break
+        outside.update(op.results)
+    w = symbolic_work([loop], outside)
+    if w is None or not w[1] or w[0] >= min_work:
+        return False
+    count, sizes = w
+    from ....ir.core import Block, Region
+
+    def emit(name, operands, rtype, attrs=None):
+        from ....ir.registry import get_op_class
+        op = get_op_class(name)(list(operands), [rtype], attrs or {}, (), loop.loc)
+        f.insert_before(loop, op)
+        return op.results[0]
+    v = emit("arith.constant", [], T.index, {"value": count})
+    for x in sizes:
+        v = emit("arith.muli", [v, x], T.index)
+    limit = emit("arith.constant", [], T.index, {"value": min_work})
+    small = emit("arith.cmpi", [v, limit], T.i1, {"predicate": "slt"})
+    serial = loop.clone({})
+    serial.attributes["kind"] = "serial"
+    then, other = Block(), Block()
+    cond = IfOp([small], [], {}, [Region([then]), Region([other])], loop.loc)
+    f.insert_before(loop, cond)
+    loop.detach()
+    then.append(serial)
+    other.append(loop)
+    return True
+
+
+def _func_of(op):
+    p = op.parent_op
+    while p is not None and not isinstance(p, FuncOp):
+        p = p.parent_op
+    return p
 
 
 def _inside_parallel(op):

@@ -1,0 +1,94 @@
+"""GPT-style decoding: one tvmd build for every length, against onnxruntime.
+
+    .venv/bin/python bench/llm.py [--layers 2,12] [--hidden 768] [--heads 12]
+                                  [--vocab 50257] [--prefill 32,128,512]
+                                  [--decode 16] [--threads 2] [--repeat 8]
+
+The model is tvmd/testing/gpt_decoder.py's (the decoder of
+examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
+cache as inputs and outputs, the LM head tied to the embedding) with its
+sequence, past and total lengths dynamic.  tvmd's ONNX backend prepares it
+once; every length below runs on that build (the builds are counted and
+printed).  Per model:
+
+* prefill: the prompt of N tokens in one step, no past; tvmd and
+  onnxruntime (intra-op threads = --threads) timed in interleaved blocks
+  (bench/models.py), medians and the IQR spread, ratio tvmd/ort;
+* decode: after a 32-token prompt, --decode steps of one token each, the
+  present keys and values fed back as the past; tokens per second of each
+  engine (the same steps timed in alternation).
+
+Numbers only: this never passes or fails.  Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from models import interleaved_times, ort_session, spread_pct  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", default="2,12")
+    ap.add_argument("--hidden", type=int, default=768)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--prefill", default="32,128,512")
+    ap.add_argument("--decode", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("TVMD_NUM_THREADS", "2")))
+    ap.add_argument("--repeat", type=int, default=8)
+    a = ap.parse_args(argv)
+    os.environ["TVMD_NUM_THREADS"] = str(a.threads)
+    import tvmd.frontend.onnx_backend as backend
+    from tvmd.testing.gpt_decoder import decoder, shapes, step_feeds
+
+    print(f"GPT-style decoder, hidden {a.hidden}, {a.heads} heads, vocab {a.vocab}; {a.threads} thread(s)")
+    for layers in [int(x) for x in a.layers.split(",")]:
+        model = decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
+        t0 = time.perf_counter()
+        rep = backend.prepare(model)
+        prep = time.perf_counter() - t0
+        sess = ort_session(model, a.threads)
+        names = [o.name for o in sess.get_outputs()]
+        nl, heads, dh = shapes(model)
+        empty = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+        rng = np.random.default_rng(0)
+        print(f"\n{layers} layer(s): prepared once in {prep:.1f} s")
+        print(f"  {'prefill':>10} {'tvmd ms':>9} {'ort ms':>9} {'tvmd/ort':>9}  spread tvmd/ort")
+        for n in [int(x) for x in a.prefill.split(",")]:
+            feeds = step_feeds([int(t) for t in rng.integers(0, a.vocab, n)], 0, empty)
+            ours, theirs = interleaved_times([lambda: rep.run(feeds), lambda: sess.run(None, feeds)], a.repeat)
+            mo, mt = np.median(ours), np.median(theirs)
+            print(f"  {n:>7} tok {mo * 1e3:9.2f} {mt * 1e3:9.2f} {mo / mt:9.2f}  "
+                  f"{spread_pct(ours):.0f}% / {spread_pct(theirs):.0f}%")
+        # decode: each engine feeds its own presents back
+        prompt = [int(t) for t in rng.integers(0, a.vocab, 32)]
+        caches = []
+        for run in (lambda f: dict(zip(rep.output_names, rep.run(f))),
+                    lambda f: dict(zip(names, sess.run(None, f)))):
+            res = run(step_feeds(prompt, 0, empty))
+            caches.append((run, {f"past_{kv}{i}": res[f"present_{kv}{i}"] for i in range(nl) for kv in "kv"}))
+        secs = [[], []]
+        for step in range(a.decode):
+            for k, (run, cache) in enumerate(caches):
+                f = step_feeds([1], 32 + step, cache)
+                t0 = time.perf_counter()
+                res = run(f)
+                secs[k].append(time.perf_counter() - t0)
+                caches[k] = (run, {f"past_{kv}{i}": res[f"present_{kv}{i}"] for i in range(nl) for kv in "kv"})
+        tps = [1 / np.median(s) for s in secs]
+        print(f"  decode: tvmd {tps[0]:.1f} tokens/s, onnxruntime {tps[1]:.1f} tokens/s "
+              f"(tvmd/ort {tps[0] / tps[1]:.2f}; spread {spread_pct(secs[0]):.0f}% / {spread_pct(secs[1]):.0f}%)")
+        print(f"  builds: {rep.builds} (prefill at {a.prefill} tokens and {a.decode} decode steps)")
+
+
+if __name__ == "__main__":
+    main()
