@@ -16,9 +16,10 @@ only what holds for every size:
 * a GEMM whose static columns every read walks contiguously (a packed
   weight panel, or a K x N matrix: alter-op-layout makes one of them for
   a dense with '?' rows) runs panels of up to 4 vectors of columns in
-  parallel, the rows inside, and per row 4 vectors of sums over k in
-  registers (4 independent chains of FMAs), its epilogue applied per
-  panel: a decoding step's one row still uses every core.
+  parallel, the rows inside in blocks of 4 (the last block guarded), and
+  per block 4 x 4 vectors of sums over k in registers (16 independent
+  chains of FMAs), its epilogue applied per panel: a decoding step's one
+  row still uses every core.
 
 Correct for every size; its speed is the next step (a GEMM with a dynamic
 row count wants the register tiles of schedules_gemm.py, with a tail).
@@ -27,6 +28,8 @@ row count wants the register tiles of schedules_gemm.py, with a tail).
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
+
+ROWS = 4   # rows of a dynamic GEMM's register tile
 from ...dialects.te.ops import ComputeOp
 
 
@@ -79,16 +82,19 @@ def _column_panels(s, o, inner, width):
     # (the output's spatial axes: after a cache_write it is a copy)
     axes = list(s._op("te.axes", [o.results[0]], rank, [a.name for a in o.body.args[:rank]]))
     jo, ji = s.split(axes[rank - 1], factor=panel)
-    s.reorder(jo, *axes[:rank - 1], ji)
+    # rows in blocks of ROWS (the last one guarded): ROWS x 4 vectors of sums per k
+    ro, ri = s.split(axes[rank - 2], factor=ROWS)
+    s.reorder(jo, *axes[:rank - 2], ro, ri, ji)
     s.parallel(jo)
     _, jv = s.split(ji, factor=width)
     s.vectorize(jv)
-    s.compute_at(acc, axes[rank - 2])
+    s.compute_at(acc, ro)
     # the axes of the local tile are those of the compute it took over (spatial, then k)
     g = list(s._op("te.axes", [acc], len(gemm.body.args), [a.name for a in gemm.body.args]))
     gjo, gji = s.split(g[rank - 1], factor=panel)
     gju, gjv = s.split(gji, factor=width)
-    s.reorder(*g[:rank - 1], gjo, *g[rank:], gju, gjv)
+    s.reorder(*g[:rank - 2], gjo, *g[rank:], g[rank - 2], gju, gjv)
+    s.unroll(g[rank - 2])
     s.unroll(gju)
     s.vectorize(gjv)
     return True
