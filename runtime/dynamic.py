@@ -92,10 +92,9 @@ def _direct_call(kernel, n_in, n_sizes, n_out):
         return None
     hidden = [(p.buffer, p.axis) for p in sig.params[len(declared):]]
     cfunc = kernel.cfunc
-    first_out = n_in + n_sizes
 
     def call(args, sizes, outs):
-        bufs = args + [None] * n_sizes + outs
-        dims = [bufs[b].shape[a] if b < n_in else outs[b - first_out].shape[a] for b, a in hidden]
+        bufs = args + [None] * n_sizes + outs   # declared positions: a hidden dim names a buffer's
+        dims = [bufs[b].shape[a] for b, a in hidden]
         cfunc(*[a.ctypes.data for a in args], *sizes, *[o.ctypes.data for o in outs], *dims)
     return call

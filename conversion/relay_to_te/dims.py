@@ -11,9 +11,9 @@ result is the size of some ``?`` of an operand, or a sum of them.
 
 A size may also be a sum of such Values (concatenate along a ``?`` axis:
 ``arith.addi`` in the te.func body).  `equalities` are pairs (a size Value,
-a Value or an int) the op requires equal (``add`` of two ``tensor<?x64xf32>``): the runtime checks them before the
-kernel runs, since the kernel reads each operand with the sizes it was
-given.  A ``?`` that would broadcast at run time (a size 1 meeting a
+a Value or an int) the op requires equal (``add`` of two
+``tensor<?x64xf32>``): the runtime checks them before the kernel runs,
+since the kernel reads each operand with the sizes it was given.  A ``?`` that would broadcast at run time (a size 1 meeting a
 larger size) fails that check, with a message, rather than being read out
 of bounds.
 

@@ -239,8 +239,7 @@ def _hoist_sizes(body):
     """The index arithmetic of sums of sizes (emitted where an op needed
     it) moves to the top of the function: it reads only parameters, and the
     storage of every stage, placed first, may need it."""
-    from ...dialects.te.ops import ComputeOp
-    first = next((op for op in body.ops if isinstance(op, ComputeOp) or op.name.startswith("te.")), None)
+    first = next((op for op in body.ops if op.name.startswith("te.")), None)
     if first is None:
         return
     for op in list(body.ops):

@@ -28,9 +28,9 @@ row count wants the register tiles of schedules_gemm.py, with a tail).
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
+from ...dialects.te.ops import ComputeOp
 
 ROWS = 4   # rows of a dynamic GEMM's register tile
-from ...dialects.te.ops import ComputeOp
 
 
 def dynamic_schedule(e, outputs, width=16):
@@ -62,10 +62,10 @@ def dynamic_schedule(e, outputs, width=16):
 def _column_panels(s, o, inner, width):
     """A GEMM (the output, or the one reduction its epilogue reads) whose
     columns are a static multiple of `width` and read contiguously: the
-    columns in panels of `width`, the panels in parallel (a one-row
-    product, a decoding step, still uses every core), the rows inside, and
-    per row and panel the sum over k of a vector of `width` columns.
-    Returns whether it applied."""
+    columns in panels of up to 4 vectors, the panels in parallel (a one-row
+    product, a decoding step, still uses every core), the rows inside in
+    blocks of ROWS, and per block and panel the sums over k in a local
+    tile (registers).  Returns whether it applied."""
     gemm = o if o.reducer is not None and not inner else inner[0] if len(inner) == 1 else None
     if gemm is None or not _columns_contiguous(gemm, width) or gemm.rank != o.rank:
         return False
@@ -128,9 +128,9 @@ def _columns_contiguous(c, width):
         *lead, last = op.indices
         if any(uses_j(v) and not is_mod(v, "arith.floordivsi") for v in lead):
             return False
-        if uses_j(last) and not (last is j or is_mod(last, "arith.floormodsi")):
-            return False
         if uses_j(last):
+            if not (last is j or is_mod(last, "arith.floormodsi")):
+                return False
             vector_read = True
     return vector_read
 

@@ -7,7 +7,8 @@ that in all is faster on one thread.  The work of a loop nest is estimated
 statically, in operations::
 
     work(block) = sum of work(op) over its ops
-    work(for)   = extent * work(body)           (unknown for a dynamic extent)
+    work(for)   = extent * work(body)           (a run-time size as a factor; unknown for
+                                                 an extent computed inside the nest)
     work(if)    = work(then) + work(else)
     work(op)    = 1                              (any other op)
 
@@ -35,35 +36,6 @@ from ..ops import ForOp, FuncOp
 MIN_WORK = 1 << 15
 
 
-def work(ops, limit):
-    """The operations `ops` (a block's, in order) run, or None when unknown
-    or at least `limit` (counting stops there)."""
-    total = 0
-    for op in ops:
-        if isinstance(op, ForOp):
-            ext = op.static_extent
-            if ext is None:
-                return None
-            if ext <= 0:
-                continue
-            inner = work(op.body.ops, -(-limit // ext))
-            if inner is None:
-                return None
-            total += ext * inner
-        elif op.regions:
-            for r in op.regions:
-                for b in r.blocks:
-                    w = work(b.ops, limit)
-                    if w is None:
-                        return None
-                    total += w
-        else:
-            total += 1
-        if total >= limit:
-            return None
-    return total
-
-
 @dataclass
 class SerializeSmallParallel(ModulePass):
     """Make parallel loops with little static work serial (no thread-pool fork/join).
@@ -80,25 +52,31 @@ class SerializeSmallParallel(ModulePass):
         for f in [op for op in module.walk() if isinstance(op, FuncOp)]:
             for op in list(f.walk(include_self=False)):
                 if isinstance(op, ForOp) and op.kind == "parallel" and not _inside_parallel(op):
-                    if work([op], self.min_work) is not None:
+                    w = work([op], _defined_before(op))
+                    if w is None or w[0] >= self.min_work:
+                        continue
+                    if not w[1]:
                         op.attributes["kind"] = "serial"
                         n += 1
-                    elif _version(op, self.min_work):
+                    else:
+                        _version(op, *w, self.min_work)
                         versioned += 1
         ctx.stat(self, "parallel loops made serial", n)
         ctx.stat(self, "parallel loops versioned on run-time sizes", versioned)
 
 
-def symbolic_work(ops, outside):
-    """(static count, [size Values]) whose product is the operations of
-    `ops`, the sizes being loop bounds from `outside` (a set of Values
-    defined before the loop); None when another bound is dynamic."""
+def work(ops, outside):
+    """(static count, [size Values]) whose product bounds the operations of
+    `ops` (the module docstring's count; exact when every extent is
+    static, the size list then empty), the sizes being loop bounds from
+    `outside` (Values defined before the loop); None when another bound
+    is dynamic."""
     count, sizes = 0, None
     terms = []
     for op in ops:
         if isinstance(op, ForOp):
             lo, hi = op.lower, op.upper
-            inner = symbolic_work(op.body.ops, outside)
+            inner = work(op.body.ops, outside)
             if inner is None:
                 return None
             c, vs = inner
@@ -111,7 +89,7 @@ def symbolic_work(ops, outside):
         elif op.regions:
             for r in op.regions:
                 for b in r.blocks:
-                    inner = symbolic_work(b.ops, outside)
+                    inner = work(b.ops, outside)
                     if inner is None:
                         return None
                     terms.append(inner)
@@ -127,25 +105,28 @@ def symbolic_work(ops, outside):
     return count, list(sizes or [])
 
 
-def _version(loop, min_work):
-    """Version `loop` on its run-time work (module docstring); whether it did."""
-    from ....ir import types as T
-    from ..ops import IfOp
-    f = loop.parent
+def _defined_before(loop):
+    """The Values defined before `loop` at its function's top level (the
+    parameters and the index arithmetic before the first nest)."""
     func = _func_of(loop)
     outside = set(func.body.args)
     for op in func.body.ops:
         if op is loop or op.regions:
             break
         outside.update(op.results)
-    w = symbolic_work([loop], outside)
-    if w is None or not w[1] or w[0] >= min_work:
-        return False
-    count, sizes = w
+    return outside
+
+
+def _version(loop, count, sizes, min_work):
+    """Version `loop` on its run-time work, count x the sizes (module
+    docstring)."""
+    from ....ir import types as T
     from ....ir.core import Block, Region
+    from ....ir.registry import get_op_class
+    from ..ops import IfOp
+    f = loop.parent
 
     def emit(name, operands, rtype, attrs=None):
-        from ....ir.registry import get_op_class
         op = get_op_class(name)(list(operands), [rtype], attrs or {}, (), loop.loc)
         f.insert_before(loop, op)
         return op.results[0]
@@ -157,12 +138,10 @@ def _version(loop, min_work):
     serial = loop.clone({})
     serial.attributes["kind"] = "serial"
     then, other = Block(), Block()
-    cond = IfOp([small], [], {}, [Region([then]), Region([other])], loop.loc)
-    f.insert_before(loop, cond)
+    f.insert_before(loop, IfOp([small], [], {}, [Region([then]), Region([other])], loop.loc))
     loop.detach()
     then.append(serial)
     other.append(loop)
-    return True
 
 
 def _func_of(op):
