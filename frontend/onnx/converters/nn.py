@@ -120,7 +120,9 @@ def matmul_values(cx, a, b, out_dtype=None):
     """numpy's matmul: 1-d operands get a unit axis (dropped again), 2-d by
     2-d is nn.dense against the transposed right side (TVM's choice,
     FoldConstant folds a weight's transpose), N-d by 2-d flattens the left
-    side into rows, and batches broadcast into nn.batch_matmul."""
+    side into rows, and batches broadcast into nn.batch_matmul (with
+    transpose_b where the right side is a transpose ending in K^T's swap:
+    _fold_transpose_b)."""
     ra, rb = cx.rank(a), cx.rank(b)
     if ra == 0 or rb == 0:
         raise cx.error("MatMul operands must have rank 1 or more")
@@ -154,8 +156,9 @@ def matmul_values(cx, a, b, out_dtype=None):
         # (1, heads, seq, dh): unit batch axes dropped and put back, which keeps
         # the '?' sizes where a reshape could not name two of them
         axes = tuple(range(ones))
+        b, tb = _fold_transpose_b(cx, b)
         y = cx.op("nn.batch_matmul", cx.op("squeeze", a, axis=axes), cx.op("squeeze", b, axis=axes),
-                  transpose_b=False, out_dtype=out_dtype)
+                  transpose_b=tb, out_dtype=out_dtype)
         return cx.op("expand_dims", y, axis=0, num_newaxis=ones)
     nb = int(np.prod(batch)) if batch else 1
     a3 = a if len(batch) == 1 else cx.op("reshape", a, newshape=(nb,) + tuple(sa[-2:]))
@@ -163,6 +166,30 @@ def matmul_values(cx, a, b, out_dtype=None):
     y = cx.op("nn.batch_matmul", a3, b3, transpose_b=False, out_dtype=out_dtype)
     out = batch + (sa[-2], sb[-1])
     return y if cx.shape(y) == out else cx.op("reshape", y, newshape=tuple(0 if d is None else d for d in out))
+
+
+def _fold_transpose_b(cx, b):
+    """(b', transpose_b): where the right operand is a transpose whose
+    second-last axis is the input's last (attention's K^T, from
+    Transpose(k, perm=[0, 2, 3, 1])), the same transpose with its last two
+    axes swapped back and batch_matmul's transpose_b: each output is then
+    a dot product along rows both operands store contiguously (head_dim),
+    not a walk down a column of K^T whose stride is the sequence length.
+    Otherwise (b, False)."""
+    d = b.defining_op()
+    if d is None or d.name != "relay.transpose":
+        return b, False
+    perm = d.attributes.get("axes")
+    x = d.operands[0]
+    if perm is None or len(perm) != cx.rank(x) or len(perm) < 3:
+        return b, False
+    perm = [int(p) % len(perm) for p in perm]
+    if perm[-2] != len(perm) - 1:   # only where the swap makes x's own rows the operand's rows
+        return b, False
+    swapped = perm[:-2] + [perm[-1], perm[-2]]
+    if swapped == list(range(len(perm))):
+        return x, True
+    return cx.op("transpose", x, axes=tuple(swapped)), True
 
 
 def _broadcast_batch(cx, x, batch):
