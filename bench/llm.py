@@ -3,6 +3,7 @@
     .venv/bin/python bench/llm.py [--layers 2,12] [--hidden 768] [--heads 12]
                                   [--vocab 50257] [--prefill 32,128,512]
                                   [--decode 16] [--threads 2] [--repeat 8]
+                                  [--seed-matmul 4]
 
 The model is tvmd/testing/gpt_decoder.py's (the decoder of
 examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
@@ -14,6 +15,9 @@ printed).  Per model:
 * prefill: the prompt of N tokens in one step, no past; tvmd and
   onnxruntime (intra-op threads = --threads) timed in interleaved blocks
   (bench/models.py), medians and the IQR spread, ratio tvmd/ort;
+* first, the seed's MatMul ([8, 2048, 12288] x [12288, 12288], a constant
+  weight) at 1/--seed-matmul of each dimension: tvmd, onnxruntime and
+  numpy, GFLOP/s beside the machine's limit;
 * decode: after a 32-token prompt, --decode steps of one token each, the
   present keys and values fed back as the past; tokens per second of each
   engine (the median step; each engine decodes DECODE_ROUNDS times, the
@@ -47,11 +51,16 @@ def main(argv=None):
     ap.add_argument("--decode", type=int, default=16)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TVMD_NUM_THREADS", "2")))
     ap.add_argument("--repeat", type=int, default=8)
+    ap.add_argument("--seed-matmul", type=int, default=4, metavar="Q",
+                    help="the seed's MatMul [8, 2048, 12288] x [12288, 12288] at 1/Q of each dimension "
+                         "(0: skip)")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import tvmd.frontend.onnx_backend as backend
     from tvmd.testing.gpt_decoder import decoder, shapes, step_feeds
 
+    if a.seed_matmul:
+        seed_matmul(backend, a.seed_matmul, a.threads, a.repeat)
     print(f"GPT-style decoder, hidden {a.hidden}, {a.heads} heads, vocab {a.vocab}; {a.threads} thread(s)")
     for layers in [int(x) for x in a.layers.split(",")]:
         model = decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
@@ -91,6 +100,34 @@ def main(argv=None):
         print(f"  decode: tvmd {tps[0]:.1f} tokens/s, onnxruntime {tps[1]:.1f} tokens/s "
               f"(tvmd/ort {tps[0] / tps[1]:.2f}; spread {spread_pct(secs[0]):.0f}% / {spread_pct(secs[1]):.0f}%)")
         print(f"  builds: {rep.builds} (prefill at {a.prefill} tokens and {a.decode} decode steps)")
+
+
+def seed_matmul(backend, q, threads, repeat):
+    """The seed's MatMul, [8, 2048, 12288] x [12288, 12288] with the right
+    side a constant weight, at 1/q of each dimension: tvmd (ONNX backend),
+    onnxruntime and numpy (OpenBLAS), interleaved; GFLOP/s beside the
+    machine's limit."""
+    import machine
+    from onnx import TensorProto, helper, numpy_helper
+    b, m, k = 8 // q or 1, 2048 // q, 12288 // q
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((k, k)) / np.sqrt(k)).astype(np.float32)
+    x = rng.standard_normal((b, m, k)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "seed_matmul",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, m, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, m, k])],
+                          [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    rep, sess = backend.prepare(model), ort_session(model, threads)
+    np.testing.assert_allclose(rep.run([x])[0], x @ w, rtol=1e-3, atol=1e-3)
+    times = interleaved_times([lambda: rep.run([x]), lambda: sess.run(None, {"x": x}), lambda: x @ w], repeat)
+    flop = 2.0 * b * m * k * k
+    cells = "  ".join(f"{name} {np.median(t) * 1e3:.1f} ms {flop / np.median(t) / 1e9:.0f} GFLOP/s "
+                      f"(spread {spread_pct(t):.0f}%)" for name, t in zip(("tvmd", "ort", "numpy"), times))
+    print(f"seed MatMul at 1/{q}: [{b}, {m}, {k}] x [{k}, {k}], {flop / 1e9:.1f} GFLOP; {machine.describe(threads)}")
+    print(f"  {cells}")
+    print(f"  tvmd/ort {np.median(times[0]) / np.median(times[1]):.2f}, "
+          f"tvmd/numpy {np.median(times[0]) / np.median(times[2]):.2f}\n")
 
 
 def decode_times(run, cache, steps, layers):
