@@ -9,6 +9,8 @@ the argument.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 ALIGN = 64
@@ -18,7 +20,9 @@ def empty_aligned(shape, dtype, align: int = ALIGN) -> np.ndarray:
     """An uninitialised C-contiguous array whose data starts on `align` bytes."""
     dtype = np.dtype(dtype)
     shape = tuple(int(d) for d in shape)
-    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    # math.prod, not np.prod: a dynamic model allocates every result per
+    # call, and np.prod's ufunc machinery was half of this function's 13 us
+    n = math.prod(shape) * dtype.itemsize
     raw = np.empty(n + align, dtype=np.uint8)
     off = (-raw.ctypes.data) % align
     return raw[off:off + n].view(dtype).reshape(shape)
