@@ -10,14 +10,13 @@ examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
 cache as inputs and outputs, the LM head tied to the embedding) with its
 sequence, past and total lengths dynamic.  tvmd's ONNX backend prepares it
 once; every length below runs on that build (the builds are counted and
-printed).  Per model:
+printed).  First, the seed's MatMul ([8, 2048, 12288] x [12288, 12288], a
+constant weight) at 1/--seed-matmul of each dimension: tvmd, onnxruntime
+and numpy, GFLOP/s beside the machine's limit.  Then per model:
 
 * prefill: the prompt of N tokens in one step, no past; tvmd and
   onnxruntime (intra-op threads = --threads) timed in interleaved blocks
   (bench/models.py), medians and the IQR spread, ratio tvmd/ort;
-* first, the seed's MatMul ([8, 2048, 12288] x [12288, 12288], a constant
-  weight) at 1/--seed-matmul of each dimension: tvmd, onnxruntime and
-  numpy, GFLOP/s beside the machine's limit;
 * decode: after a 32-token prompt, --decode steps of one token each, the
   present keys and values fed back as the past; tokens per second of each
   engine (the median step; each engine decodes DECODE_ROUNDS times, the

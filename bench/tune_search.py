@@ -30,11 +30,11 @@ compare the search alone on every task.
 Two more sources of noise are taken out of --replay.  A table measures
 each config once, so its best can be one lucky timing (a figure above
 the machine's limit, once): the table's CONFIRM fastest configs are
-measured CONFIRM_TIMES more: the median of the new timings orders them,
+measured CONFIRM_TIMES more, the median of the new timings orders them,
 scaled to the table's level (the machine's speed drifts between the
-two), so the target is a speed the best config gives again.  And random search's
-trials to the target are not sampled but computed exactly from the
-table (with N configs, m of them at the target, the first hit of a
+two), so the target is a speed the best config gives again.  And random
+search's trials to the target are not sampled but computed exactly from
+the table (with N configs, m of them at the target, the first hit of a
 random order is at trial t with the hypergeometric probability; the
 expectation is over all orders, capped at the budget like a sampled
 run), so the ratio's only noise is XGBoost's seeds; the sampled random
@@ -67,10 +67,15 @@ def load_task(name):
     return task
 
 
+def local_measurer():
+    """The measurer every live measurement here uses (3 repeats of at least 5 ms)."""
+    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
+    return LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5))
+
+
 def run(task, kind, trials, seed, plan_size, feature_type, measurer=None):
     """[GFLOP/s of each trial's config] and the wall time, measured by
     `measurer` (a fresh LocalMeasurer by default)."""
-    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
     from tvmd.autotvm.tuner import make_tuner
     kw = {"plan_size": plan_size, "feature_type": feature_type} if kind == "xgb" else {}
     tuner = make_tuner(kind, task, seed=seed, **kw)
@@ -80,7 +85,7 @@ def run(task, kind, trials, seed, plan_size, feature_type, measurer=None):
         seen.extend(task.flop / r.mean_cost / 1e9 if r.ok else 0.0 for r in records)
 
     t0 = time.perf_counter()
-    with measurer or LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5)) as m:
+    with measurer or local_measurer() as m:
         tuner.tune(trials, measurer=m, callbacks=[cb])
     return seen, time.perf_counter() - t0
 
@@ -90,7 +95,6 @@ def measure_space(task, limit=None, cache=None):
     of a random order when the space is larger), each measured once; read
     from the tuning log `cache` when it exists (else written there)."""
     import random
-    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
     from tvmd.autotvm.record import LogWriter, load
     if cache and os.path.exists(cache):
         records = load(cache)
@@ -110,7 +114,7 @@ def measure_space(task, limit=None, cache=None):
     if default not in order:
         order[0] = default
     table = {}
-    with LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5)) as m:
+    with local_measurer() as m:
         m.ensure_reference(task)
         for at in range(0, len(order), 32):
             for r in m.measure(task, order[at:at + 32]):
@@ -128,10 +132,9 @@ def confirm(task, table):
     replace each one's record by one holding the median of its new
     timings, scaled to the table (returned too, for the cache)."""
     import dataclasses
-    from tvmd.autotvm.measure import LocalMeasurer, MeasureOption
     top = sorted((i for i, r in table.items() if r.ok), key=lambda i: table[i].mean_cost)[:CONFIRM]
     timings = {i: [table[i].mean_cost] for i in top}
-    with LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5)) as m:
+    with local_measurer() as m:
         m.ensure_reference(task)
         for _ in range(CONFIRM_TIMES):
             for r in m.measure(task, top):

@@ -13,9 +13,9 @@ A size may also be a sum of such Values (concatenate along a ``?`` axis:
 ``arith.addi`` in the te.func body).  `equalities` are pairs (a size Value,
 a Value or an int) the op requires equal (``add`` of two
 ``tensor<?x64xf32>``): the runtime checks them before the kernel runs,
-since the kernel reads each operand with the sizes it was given.  A ``?`` that would broadcast at run time (a size 1 meeting a
-larger size) fails that check, with a message, rather than being read out
-of bounds.
+since the kernel reads each operand with the sizes it was given.  A ``?``
+that would broadcast at run time (a size 1 meeting a larger size) fails
+that check, with a message, rather than being read out of bounds.
 
 A result ``?`` that is a product or another expression of operand sizes
 (``reshape`` of ``?x12x64`` to ``?x768`` works; ``?x64`` to ``?*2x32``

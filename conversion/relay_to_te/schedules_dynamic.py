@@ -44,8 +44,8 @@ row count wants the register tiles of schedules_gemm.py, with a tail).
 from __future__ import annotations
 
 from ...dialects.te.builder import ScheduleBuilder
+from ...dialects.te.ops import ComputeOp
 from ...ir import types as T
-from ...dialects.te.ops import DYNAMIC_EXTENT, ComputeOp
 
 ROWS = 4   # rows of a dynamic GEMM's register tile
 
@@ -211,8 +211,9 @@ def _vectorize_reduction(s, c, axes, width):
     results (attention's Q K^T with transpose_b, a dot product along
     head_dim per score; softmax's max and sum of exp over a sequence, the
     exp inlined as a polynomial that vectorizes)."""
-    red = c.reduce_extents[-1] if c.reducer is not None and c.reduce_extents else None
-    if red is None or (isinstance(red, int) and red != DYNAMIC_EXTENT and red < width):
-        return   # (a '?' extent is a Value here)
-    if c.reducer in ("sum", "max", "min") and isinstance(c.tensor_type.element_type, T.FloatType):
+    if c.reducer not in ("sum", "max", "min") or not c.reduce_extents \
+            or not isinstance(c.tensor_type.element_type, T.FloatType):
+        return
+    red = c.reduce_extents[-1]   # an int, or the size Value of a '?' extent
+    if not isinstance(red, int) or red >= width:
         s._op("te.pragma", [axes[-1]], llvm_vectorize=width)
