@@ -148,25 +148,3 @@ def test_k_transpose_folds_into_batch_matmul_transpose_b():
         feeds = {name: rng.standard_normal((1, n, 2, 16)).astype(np.float32) for name in "qkv"}
         np.testing.assert_allclose(rep.run(feeds)[0], sess.run(None, feeds)[0], rtol=1e-4, atol=1e-5)
     assert rep.builds == 1
-
-
-def test_k_transpose_folds_on_a_static_batch():
-    """A rank-3 batch (no unit axes to squeeze) takes the reshape path of
-    the MatMul converter; K^T folds there too, equal to onnxruntime."""
-    from tvmd.frontend.onnx import from_onnx
-    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [2, 3, 5, 8])
-    k = helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, 3, 7, 8])
-    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-             helper.make_node("MatMul", ["q", "kt"], ["s"])]
-    out = helper.make_tensor_value_info("s", TensorProto.FLOAT, None)
-    model = helper.make_model(helper.make_graph(nodes, "scores", [q, k], [out]),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    mod, _ = from_onnx(model)
-    ops = list(mod.walk())
-    assert [op.attributes["transpose_b"] for op in ops if op.name == "relay.nn.batch_matmul"] == [True]
-    assert not [op for op in ops if op.name == "relay.transpose"], mod
-    rng = np.random.default_rng(2)
-    feeds = {"q": rng.standard_normal((2, 3, 5, 8)).astype(np.float32),
-             "k": rng.standard_normal((2, 3, 7, 8)).astype(np.float32)}
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(backend.prepare(model).run(feeds)[0], sess.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
