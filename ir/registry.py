@@ -67,6 +67,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "canonicalize": ("tvmd.dialects.relay.passes.canonicalize", "Canonicalize"),
     "simplify-inference": ("tvmd.dialects.relay.passes.simplify_inference", "SimplifyInference"),
     "fold-scale-axis": ("tvmd.dialects.relay.passes.fold_scale_axis", "FoldScaleAxis"),
+    "fuse-attention": ("tvmd.dialects.relay.passes.fuse_attention", "FuseAttention"),
     "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize"),
     "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize"),
     "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph"),
@@ -107,7 +108,7 @@ PRESETS = {
     "O1": ["infer-type", "simplify-inference", "dce", "fuse-ops{opt-level=1}"],
     "O2": ["infer-type", "simplify-inference", "fold-constant", "dce", "fuse-ops"],
     "O3": ["infer-type", "simplify-inference", "cse", "fold-constant", "fold-scale-axis",
-           "canonicalize", "fold-constant", "dce", "fuse-ops{opt-level=3}"],
+           "canonicalize", "fold-constant", "fuse-attention", "dce", "fuse-ops{opt-level=3}"],
 }
 
 

@@ -145,6 +145,22 @@ def _batch_matmul(op, ins, eqs, e):
     return (batch, m, n)
 
 
+def _attention(op, ins, eqs, e):
+    """The query's dims with the value's head_dim last; the keys' and
+    values' lengths, batches and heads agree."""
+    from ...dialects.relay.ops.attention import bhsd, from_bhsd
+    layout = op.attributes["layout"]
+    (b, h, m, d), (kb, kh, n, kd), (vb, vh, vn, dv) = (bhsd(layout, x) for x in ins[:3])
+    _merge([d, kd], eqs)
+    full = (_merge([b, kb, vb], eqs), _merge([h, kh, vh], eqs), m, _merge([n, vn], eqs))
+    if len(ins) > 3:   # the bias: each '?' is the full size it stands for (never a broadcast 1)
+        bias = ins[3]
+        for x, y in zip(bias, full[4 - len(bias):]):
+            if isinstance(x, Value):
+                _unify(x, y, eqs)
+    return from_bhsd(layout, full[0], full[1], m, dv)
+
+
 def _transpose(op, ins, eqs, e):
     x = ins[0]
     axes = op.attributes.get("axes")
@@ -270,7 +286,7 @@ def _expand_dims(op, ins, eqs, e):
 
 _RULES = {
     "nn.dense": _matmul, "nn.matmul": _matmul, "nn.batch_matmul": _batch_matmul,
-    "nn.contrib_dense_pack": _dense_pack,
+    "nn.contrib_dense_pack": _dense_pack, "nn.attention": _attention,
     "nn.bias_add": _first, "nn.softmax": _first, "nn.log_softmax": _first, "nn.fast_softmax": _first,
     "nn.layer_norm": _first, "nn.l2_normalize": _first, "nn.dropout": _first, "nn.relu": _first,
     "transpose": _transpose, "reshape": _reshape, "take": _take, "expand_dims": _expand_dims,

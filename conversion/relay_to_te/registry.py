@@ -27,6 +27,7 @@ same table as a module attribute (``strategies.STRATEGIES``).
     topi_transform   layout_transform, reshape, transpose, concatenate, ...
     topi_tensor      constant fills, take, gather, scatter, sort, topk, cumsum, ...
     topi_qnn         qnn.* and annotation.simulated_quantize
+    topi_attention   nn.attention (scores recomputed per pass, never stored)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ...ir import types as T
 
 # every module that registers computes (relative to this package)
 COMPUTE_MODULES = ("topi_elemwise", "topi_reduce", "topi_nn", "topi_pool", "topi_image",
-                   "topi_transform", "topi_tensor", "topi_qnn")
+                   "topi_transform", "topi_tensor", "topi_qnn", "topi_attention")
 
 _TABLE: dict = {}
 _loaded = False

@@ -2,6 +2,7 @@
 
     elemwise   unary, binary broadcast, comparison, logical, where, clip, cast, activations
     nn         dense, matmul, contrib_dense_pack, batch_matmul, bias_add, softmax, dropout, pad, lrn, ...
+    attention  nn.attention: softmax(scale q k^T + bias, masked) v in one op
     conv       conv1d, conv2d, conv3d, conv2d_transpose
     pool       max/avg pools, global and adaptive pools
     norm       batch_norm, layer_norm, group_norm, instance_norm
@@ -17,6 +18,6 @@
     function   relay.func, call, return, constant
 """
 
-from . import (base, function, control, loop, closure, adt, elemwise, nn, conv, pool, norm, reduce,  # noqa: F401
+from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
                transform, tensor, image, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

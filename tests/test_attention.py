@@ -1,0 +1,248 @@
+"""nn.attention and --fuse-attention: the compiled op against a numpy
+reference at odd shapes (hypothesis), static and '?' sizes, both layouts,
+with and without causal and padding masks; the pass on the graph forms the
+ONNX importer makes, with the fused and unfused builds checked against
+numpy; what it must leave alone; type errors."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tvmd.ir.pass_manager import PassContext
+from tvmd.ir.registry import get_pass_class
+from tvmd.parser import parse_module
+from tvmd.runtime.build import build
+
+PERM = {"BSNH": (0, 2, 1, 3), "BNSH": (0, 1, 2, 3)}
+
+
+def reference(q, k, v, bias=None, scale=None, causal="none", layout="BSNH"):
+    """softmax(scale q k^T + bias, masked) v in float64, per batch and head."""
+    p = PERM[layout]
+    qh, kh, vh = (x.astype(np.float64).transpose(p) for x in (q, k, v))
+    m, n, d = qh.shape[2], kh.shape[2], qh.shape[3]
+    s = qh @ kh.transpose(0, 1, 3, 2) * (d ** -0.5 if scale is None else scale)
+    if bias is not None:
+        s = s + bias
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    if causal != "none":
+        s = np.where(j <= (i if causal == "top_left" else i + n - m), s, -np.inf)
+    s = np.exp(s - s.max(-1, keepdims=True))
+    return ((s / s.sum(-1, keepdims=True)) @ vh).transpose(np.argsort(p))
+
+
+def shape_text(shape):
+    return "x".join("?" if d is None else str(d) for d in shape)
+
+
+def attention_module(shapes, bias_shape, attrs, dynamic):
+    """One nn.attention over parameters of `shapes` (q, k, v), '?' for the
+    sequence axes when dynamic."""
+    layout = attrs.get("layout", "BSNH")
+    seq = PERM[layout][2]
+
+    def ty(shape, axes):
+        return f"tensor<{shape_text([None if dynamic and a in axes else x for a, x in enumerate(shape)])}xf32>"
+    q, k, v = (ty(s, {seq}) for s in shapes)
+    out = list(shapes[0])
+    out[3] = shapes[2][3]
+    params = f"%q: {q}, %k: {k}, %v: {v}"
+    operands = "%q, %k, %v"
+    if bias_shape is not None:
+        r = len(bias_shape)
+        # '?' where the bias spans the query and key axes (a size-1 axis broadcasts, so stays static)
+        params += f", %bias: {ty(bias_shape, {a for a in (r - 2, r - 1) if a >= 0 and bias_shape[a] > 1})}"
+        operands += ", %bias"
+    a = ", ".join(f'{key} = "{val}"' if isinstance(val, str) else f"{key} = {val}" for key, val in attrs.items())
+    ot = ty(out, {seq})
+    return (f"relay.func @main({params}) -> {ot} {{\n"
+            f"  %0 = nn.attention({operands}) {{{a}}} : {ot}\n  return %0\n}}\n")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(b=st.integers(1, 2), h=st.integers(1, 3), m=st.integers(1, 9), n=st.integers(1, 11),
+       d=st.sampled_from([4, 16, 24]), dv=st.sampled_from([8, 16]), layout=st.sampled_from(["BSNH", "BNSH"]),
+       causal=st.sampled_from(["none", "top_left", "bottom_right"]),
+       bias=st.sampled_from([None, "padding", "full"]), dynamic=st.booleans(), seed=st.integers(0, 99))
+def test_attention_equals_numpy(b, h, m, n, d, dv, layout, causal, bias, dynamic, seed):
+    if causal == "bottom_right":
+        n = max(n, m)   # every query sees a key (a row with none is NaN on both sides)
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal(_in_layout(layout, b, h, s, x)).astype(np.float32)
+               for s, x in ((m, d), (n, d), (n, dv)))
+    bias_arr = None
+    if bias == "padding":   # a key padding mask: the last keys hidden, one per batch
+        bias_arr = np.zeros((b, 1, 1, n), np.float32)
+        bias_arr[:, :, :, n - 1:] = -1e9 if n > 1 else 0
+    elif bias == "full":
+        bias_arr = rng.standard_normal((b, h, m, n)).astype(np.float32)
+    attrs = {"causal_mask": causal, "layout": layout}
+    if seed % 2:
+        attrs["scale"] = 0.3
+    text = attention_module([q.shape, k.shape, v.shape], None if bias_arr is None else bias_arr.shape, attrs,
+                            dynamic)
+    model = build(text, fallback=False)
+    args = [q, k, v] + ([bias_arr] if bias_arr is not None else [])
+    got = model.run(*args)
+    want = reference(q, k, v, bias_arr, attrs.get("scale"), causal, layout)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+def _in_layout(layout, b, h, s, dim):
+    out = [0] * 4
+    for val, ax in zip((b, h, s, dim), PERM[layout]):
+        out[ax] = val
+    return tuple(out)
+
+
+def test_one_dynamic_build_serves_every_length():
+    text = attention_module([(1, 1, 2, 16)] * 3, (1, 1, 1, 1), {"causal_mask": "bottom_right"}, True)
+    text = text.replace("tensor<1x1x1x1xf32>", "tensor<1x1x?x?xf32>")
+    model = build(text, fallback=False)
+    rng = np.random.default_rng(1)
+    for past, new in ((0, 1), (0, 7), (5, 1), (64, 3), (0, 300)):
+        q = rng.standard_normal((1, new, 2, 16)).astype(np.float32)
+        k, v = (rng.standard_normal((1, past + new, 2, 16)).astype(np.float32) for _ in range(2))
+        mask = rng.standard_normal((1, 1, new, past + new)).astype(np.float32)
+        np.testing.assert_allclose(model.run(q, k, v, mask), reference(q, k, v, mask, causal="bottom_right"),
+                                   rtol=2e-5, atol=2e-5)
+
+
+# -- --fuse-attention ------------------------------------------------------------------------
+
+def fused(text):
+    mod = parse_module(text, "t.relay")
+    ctx = PassContext()
+    for name in ("fuse-attention", "dce"):
+        get_pass_class(name)().run(mod, ctx)
+    return str(mod)
+
+
+# The dynamic form the ONNX importer makes of GPT-2's attention: squeeze /
+# batch_matmul / expand_dims, K^T folded into transpose_b, a scale, an
+# additive mask, the heads' transposes around the BSNH cache.
+GPT = """relay.func @main(%q: tensor<1x?x2x8xf32>, %k: tensor<1x?x2x8xf32>, %v: tensor<1x?x2x8xf32>, %mask: tensor<1x1x?x?xf32>) -> tensor<1x?x2x8xf32> {
+  %qt = transpose(%q) {axes = [0, 2, 1, 3]} : tensor<1x2x?x8xf32>
+  %kt = transpose(%k) {axes = [0, 2, 1, 3]} : tensor<1x2x?x8xf32>
+  %q3 = squeeze(%qt) {axis = [0]} : tensor<2x?x8xf32>
+  %k3 = squeeze(%kt) {axis = [0]} : tensor<2x?x8xf32>
+  %s3 = nn.batch_matmul(%q3, %k3) : tensor<2x?x?xf32>
+  %s = expand_dims(%s3) {axis = 0} : tensor<1x2x?x?xf32>
+  %c = constant dense<0.35355339> : tensor<f32>
+  %ss = multiply(%s, %c) : tensor<1x2x?x?xf32>
+  %sm = add(%ss, %mask) : tensor<1x2x?x?xf32>
+  %p = nn.softmax(%sm) {axis = 3} : tensor<1x2x?x?xf32>
+  %vt = transpose(%v) {axes = [0, 2, 1, 3]} : tensor<1x2x?x8xf32>
+  %p3 = squeeze(%p) {axis = [0]} : tensor<2x?x?xf32>
+  %v3 = squeeze(%vt) {axis = [0]} : tensor<2x?x8xf32>
+  %o3 = nn.batch_matmul(%p3, %v3) {transpose_b = false} : tensor<2x?x8xf32>
+  %o = expand_dims(%o3) {axis = 0} : tensor<1x2x?x8xf32>
+  %out = transpose(%o) {axes = [0, 2, 1, 3]} : tensor<1x?x2x8xf32>
+  return %out
+}
+"""
+
+# The static form: heads folded into the batch by reshape, K^T as a
+# transpose of K (no transpose_b), the scale on Q, a where mask.
+STATIC = """relay.func @main(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x4xf32>, %keep: tensor<1x1x5x6xi1>) -> tensor<1x2x5x4xf32> {
+  %c = constant dense<0.5> : tensor<f32>
+  %qs = multiply(%q, %c) : tensor<1x2x5x8xf32>
+  %kt = transpose(%k) {axes = [0, 1, 3, 2]} : tensor<1x2x8x6xf32>
+  %q3 = reshape(%qs) {newshape = [2, 5, 8]} : tensor<2x5x8xf32>
+  %k3 = reshape(%kt) {newshape = [2, 8, 6]} : tensor<2x8x6xf32>
+  %s3 = nn.batch_matmul(%q3, %k3) {transpose_b = false} : tensor<2x5x6xf32>
+  %s = reshape(%s3) {newshape = [1, 2, 5, 6]} : tensor<1x2x5x6xf32>
+  %inf = constant dense<-inf> : tensor<f32>
+  %sm = where(%keep, %s, %inf) : tensor<1x2x5x6xf32>
+  %p = nn.softmax(%sm) {axis = -1} : tensor<1x2x5x6xf32>
+  %p3 = reshape(%p) {newshape = [2, 5, 6]} : tensor<2x5x6xf32>
+  %v3 = reshape(%v) {newshape = [2, 6, 4]} : tensor<2x6x4xf32>
+  %o3 = nn.batch_matmul(%p3, %v3) {transpose_b = false} : tensor<2x5x4xf32>
+  %o = reshape(%o3) {newshape = [1, 2, 5, 4]} : tensor<1x2x5x4xf32>
+  return %o
+}
+"""
+
+# Heads folded into the batch from the start: 3-d operands throughout.
+THREE_D = """relay.func @main(%q: tensor<6x5x8xf32>, %k: tensor<6x7x8xf32>, %v: tensor<6x7x8xf32>) -> tensor<6x5x8xf32> {
+  %s = nn.batch_matmul(%q, %k) : tensor<6x5x7xf32>
+  %c = constant dense<4.0> : tensor<f32>
+  %d = divide(%s, %c) : tensor<6x5x7xf32>
+  %p = nn.softmax(%d) {axis = 2} : tensor<6x5x7xf32>
+  %o = nn.batch_matmul(%p, %v) {transpose_b = false} : tensor<6x5x7xf32>
+  return %o
+}
+""".replace("%o = nn.batch_matmul(%p, %v) {transpose_b = false} : tensor<6x5x7xf32>",
+            "%o = nn.batch_matmul(%p, %v) {transpose_b = false} : tensor<6x5x8xf32>")
+
+
+def test_gpt_form_fuses_in_place_of_the_transposes():
+    out = fused(GPT)
+    assert "nn.softmax" not in out and "batch_matmul" not in out and "transpose" not in out, out
+    assert "%out = nn.attention(%q, %k, %v, %mask) {scale = 0.353553" in out, out
+    rng = np.random.default_rng(2)
+    for m, past in ((1, 4), (5, 0), (3, 9)):
+        q = rng.standard_normal((1, m, 2, 8)).astype(np.float32)
+        k, v = (rng.standard_normal((1, past + m, 2, 8)).astype(np.float32) for _ in range(2))
+        mask = np.where(np.arange(past + m)[None, :] <= np.arange(m)[:, None] + past, 0, -1e9)
+        mask = mask.astype(np.float32)[None, None]
+        want = reference(q, k, v, mask, scale=0.35355339)
+        for text in (GPT, out):   # the unfused graph and the fused one, each against numpy
+            np.testing.assert_allclose(build(text, fallback=False).run(q, k, v, mask), want, rtol=2e-5, atol=2e-5)
+
+
+def test_static_form_with_scaled_q_and_where_mask():
+    out = fused(STATIC)
+    assert "nn.softmax" not in out and "nn.attention" in out and 'layout = "BNSH"' in out, out
+    assert "scale = 0.5" in out and "where(%keep" in out, out
+    rng = np.random.default_rng(3)
+    q, k = rng.standard_normal((1, 2, 5, 8)).astype(np.float32), rng.standard_normal((1, 2, 6, 8)).astype(np.float32)
+    v = rng.standard_normal((1, 2, 6, 4)).astype(np.float32)
+    keep = rng.random((1, 1, 5, 6)) < 0.7
+    keep[..., 0] = True
+    want = reference(q, k, v, np.where(keep, 0.0, -np.inf), scale=0.5, layout="BNSH")
+    for text in (STATIC, out):
+        np.testing.assert_allclose(build(text, fallback=False).run(q, k, v, keep), want, rtol=2e-5, atol=2e-5)
+
+
+def test_three_d_form():
+    out = fused(THREE_D)
+    assert "nn.softmax" not in out and "nn.attention" in out and "scale = 0.25" in out, out
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((6, 5, 8)).astype(np.float32)
+    k, v = (rng.standard_normal((6, 7, 8)).astype(np.float32) for _ in range(2))
+    want = reference(q[None], k[None], v[None], scale=0.25, layout="BNSH")[0]
+    for text in (THREE_D, out):
+        np.testing.assert_allclose(build(text, fallback=False).run(q, k, v), want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("change", [
+    # the probabilities are an output too: the softmax must stay
+    ("return %out", "%t = add(%p, %p) : tensor<1x2x?x?xf32>\n  return %out"),
+    # a mask added after the scale but scaled by a tensor: not a constant scale
+    ("%ss = multiply(%s, %c)", "%ss = multiply(%s, %mask)"),
+    # a softmax over another axis
+    ("{axis = 3}", "{axis = 2}"),
+])
+def test_left_alone(change):
+    text = GPT.replace(*change)
+    if "add(%p, %p)" in text:
+        text = text.replace("-> tensor<1x?x2x8xf32> {", "-> (tensor<1x?x2x8xf32>, tensor<1x2x?x?xf32>) {") \
+            .replace("return %out", "return %out, %t")
+    out = fused(text)
+    assert "nn.attention" not in out and "nn.softmax" in out, out
+
+
+def test_type_errors():
+    from tvmd.ir.diagnostics import DiagnosticError
+    bad = [
+        ("tensor<1x5x2x8xf32>", "tensor<1x6x2x4xf32>", "tensor<1x6x2x8xf32>", "head_dim differs"),
+        ("tensor<1x5x2x8xf32>", "tensor<1x6x2x8xf32>", "tensor<1x7x2x8xf32>", "key length differs"),
+        ("tensor<5x2x8xf32>", "tensor<1x6x2x8xf32>", "tensor<1x6x2x8xf32>", "expects 4-d"),
+    ]
+    for q, k, v, msg in bad:
+        text = (f"relay.func @main(%q: {q}, %k: {k}, %v: {v}) -> tensor<1x5x2x8xf32> {{\n"
+                f"  %0 = nn.attention(%q, %k, %v) : tensor<1x5x2x8xf32>\n  return %0\n}}\n")
+        with pytest.raises(DiagnosticError, match=msg):
+            fused(text)
