@@ -3,7 +3,7 @@
     .venv/bin/python bench/llm.py [--layers 2,12] [--hidden 768] [--heads 12]
                                   [--vocab 50257] [--prefill 32,128,512]
                                   [--decode 16] [--threads 2] [--repeat 8]
-                                  [--seed-matmul 4]
+                                  [--seed-matmul 4] [--disable-pass fuse-attention]
 
 The model is tvmd/testing/gpt_decoder.py's (the decoder of
 examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
@@ -53,6 +53,8 @@ def main(argv=None):
     ap.add_argument("--seed-matmul", type=int, default=4, metavar="Q",
                     help="the seed's MatMul [8, 2048, 12288] x [12288, 12288] at 1/Q of each dimension "
                          "(0: skip)")
+    ap.add_argument("--disable-pass", action="append", default=[], metavar="PASS",
+                    help="a graph pass of the -O3 preset to leave out (repeatable): A/B of one pass")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import tvmd.frontend.onnx_backend as backend
@@ -64,7 +66,7 @@ def main(argv=None):
     for layers in [int(x) for x in a.layers.split(",")]:
         model = decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
         t0 = time.perf_counter()
-        rep = backend.prepare(model)
+        rep = backend.prepare(model, compile_options={"disabled_passes": a.disable_pass} if a.disable_pass else None)
         prep = time.perf_counter() - t0
         sess = ort_session(model, a.threads)
         names = [o.name for o in sess.get_outputs()]

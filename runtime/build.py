@@ -160,31 +160,38 @@ class CompiledModel(EntrySignature):
 LLVM_CONV_LAYOUT = "NHWC"
 
 
-def graph_pipeline(opt_level, target="llvm"):
+def graph_pipeline(opt_level, target="llvm", disabled_passes=()):
     """The -O<opt_level> preset; for llvm at -O3, before fuse-ops (where
     relay.build runs AlterOpLayout, at 3): convs converted to
     LLVM_CONV_LAYOUT (the weights' transforms folded), then alter-op-layout
-    (constant dense weights transposed for the GEMM schedule)."""
+    (constant dense weights transposed for the GEMM schedule).  Passes
+    named in `disabled_passes` are left out (TVM's PassContext
+    disabled_pass)."""
     from ..ir.pass_manager import instantiate, parse_pipeline
-    from ..ir.registry import PRESETS, get_pass_class
+    from ..ir.registry import PASSES, PRESETS, get_pass_class
     names = list(PRESETS[f"O{opt_level}"])
     if opt_level >= 3 and str(target).split()[0] == "llvm":
         at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
         names.insert(at, "alter-op-layout")
         if LLVM_CONV_LAYOUT:
             names[at:at] = [f"convert-layout{{nn.conv2d={LLVM_CONV_LAYOUT}}}", "fold-constant"]
+    unknown = set(disabled_passes) - set(PASSES)
+    if unknown:
+        raise ValueError(f"unknown pass(es) to disable: {', '.join(sorted(unknown))}")
+    names = [n for n in names if n.split("{")[0] not in set(disabled_passes)]
     return [p for _, p in instantiate(parse_pipeline(",".join(names)), get_pass_class)]
 
 
 def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entry="main",
           tir_passes=("lower-tir",), source_name="<model>", codegen_opt_level=None,
-          tuning_log=None) -> CompiledModel:
+          tuning_log=None, disabled_passes=()) -> CompiledModel:
     """Compile relay `module` (an IR module or relay text); see the module docstring.
     `codegen_opt_level` is LLVM's -O level (default: `opt_level`); 0 compiles
     several times faster, for many small models (the ONNX conformance suite).
     `tuning_log`: an AutoTVM log (a path, or a list of records) whose best
     config per workload each kernel's schedule takes (autotvm/dispatch.py);
-    what has no record keeps its default, and one line says how many."""
+    what has no record keeps its default, and one line says how many.
+    `disabled_passes`: graph passes of the preset to skip (``["fuse-attention"]``)."""
     from ..ir.pass_manager import PassContext
     from .executor import Executor
     if opt_level not in (0, 1, 2, 3):
@@ -199,7 +206,7 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
     ctx = PassContext()
     try:
         t0 = time.perf_counter()
-        for p in graph_pipeline(opt_level, target):
+        for p in graph_pipeline(opt_level, target, disabled_passes):
             if report:
                 report("graph", 0, 0, p.NAME)
             p.run(module, ctx)

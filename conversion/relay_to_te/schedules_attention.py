@@ -26,6 +26,9 @@ from ...dialects.te.ops import ComputeOp
 from .topi_attention import STAGES
 
 
+ROWS = 4   # queries per block: each key and value row read once per block
+
+
 def is_attention(e, outputs):
     """Whether the te.func being scheduled is nn.attention's compute."""
     names = {op.results[0].name for op in e.block.ops if isinstance(op, ComputeOp)}
@@ -49,21 +52,25 @@ def attention_schedule(e, outputs, width=16):
         s.vectorize(vec)
     if any(d is None for d in out.type.shape):
         # a '?' query axis stays a loop of its own (the region of one of its
-        # iterations is then static); the heads run in parallel
+        # iterations is then static), one query a step (a block of them would
+        # guard each row against the tail, and the guards keep LLVM from
+        # interleaving the rows' dot products); the heads run in parallel
         row = i
         s.parallel(s.fuse(b, h))
     else:
-        row = s.fuse(b, h, i)
+        io, _ = s.split(i, factor=ROWS)
+        row = s.fuse(b, h, io)
         s.parallel(row)
     mx, acc = stage["T_attn_max"], stage["T_attn_acc"]
     s.compute_at(mx, row)
     s.compute_at(acc, row)
-    j = s.axes(mx)[-1]
+    b, h, i, j = s.axes(mx)
+    s.reorder(b, h, j, i)
     s.compute_at(stage["T_attn_qk"], j)
     _dot(s, stage["T_attn_qk"], width)
     b, h, i, c, j = s.axes(acc)
     co, ci = s.split(c, factor=width)
-    s.reorder(b, h, i, j, co, ci)
+    s.reorder(b, h, j, i, co, ci)
     s.vectorize(ci)
     s.compute_at(stage["T_attn_qk2"], j)
     _dot(s, stage["T_attn_qk2"], width)

@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import types as T
+from ....ir.core import BlockArgument
 from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import RewritePattern, apply_patterns_greedily
 from ...arith import ops as A
@@ -49,6 +50,19 @@ from ..ops import AllocOp, ForOp, IfOp, IntrinOp
 
 _COMMUTATIVE = (A.AddIOp, A.MulIOp, A.MaxSIOp, A.MinSIOp, A.AndIOp, A.OrIOp, A.XOrIOp)
 _MINMAX = (A.MaxSIOp, A.MinSIOp)
+
+
+def _below_loop_bound(a, b, pred):
+    """The value of ``a PRED b`` where one side is the induction variable of
+    a loop whose run-time upper bound is the other (``tir.for %i = 0 to %n``:
+    ``%i < %n`` holds inside), or None.  A compute_at'd stage guards its
+    rows with it: the range analysis sees two unrelated '?' sizes."""
+    flip = {"slt": "sgt", "sle": "sge", "sgt": "slt", "sge": "sle"}
+    for x, n, p in ((a, b, pred), (b, a, flip.get(pred))):
+        loop = x.block.parent_op if isinstance(x, BlockArgument) and x.block is not None else None
+        if isinstance(loop, ForOp) and loop.induction_var is x and loop.upper is n:
+            return {"slt": True, "sle": True, "sgt": False, "sge": False}.get(p)
+    return None
 
 
 def _materialize(value, type, loc):
@@ -303,6 +317,9 @@ class _Simplifier(RewritePattern):
             return self.replace_const(op, rw, pred in ("eq", "sle", "sge", "ule", "uge"), "comparisons-decided")
         if a.type is not T.index:
             return False
+        below = _below_loop_bound(a, b, pred)
+        if below is not None:
+            return self.replace_const(op, rw, below, "comparisons-decided")
         ra, rb = self.bounds.range(a), self.bounds.range(b)
         if pred[0] == "u":
             if ra[0] is None or rb[0] is None or ra[0] < 0 or rb[0] < 0:

@@ -1,0 +1,159 @@
+"""Attention alone: tvmd fused (nn.attention) vs unfused vs onnxruntime,
+time and peak memory, over sequence lengths.
+
+    .venv/bin/python bench/attention.py [--seq 128,512,1024,2048,4096] [--heads 12]
+                                        [--head-dim 64] [--threads 2] [--repeat 6]
+
+The model is GPT-2's self-attention as an ONNX graph with a dynamic
+sequence (tvmd/testing/gpt_decoder.py's form): Q, K, V [1, seq, heads,
+head_dim] and an additive causal mask [1, 1, seq, seq] in; the heads'
+transposes, Q·Kᵀ, the scale, the mask, Softmax, ·V and the transpose back.
+tvmd prepares it once per variant through the ONNX backend: "fused" (the
+default, --fuse-attention at -O3) and "unfused" (the same build with
+fuse-attention disabled); every length runs on those two builds.  Times:
+the three engines interleaved in one process (bench/models.py), medians
+and IQR spread, GFLOP/s of the useful work (4·seq²·head_dim·heads: Q·Kᵀ and
+P·V) beside the machine's limit.  Peak memory: each engine and length in a
+fresh process, the resident set's growth during one run (sampled each
+millisecond) after a warm-up at 8 tokens, over what the inputs already
+hold: the scores a run stores, its output and any copies it makes.
+Numbers only: this never passes or fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from models import interleaved_times, ort_session, spread_pct  # noqa: E402
+
+ENGINES = ("fused", "unfused", "ort")
+
+
+def attention_model(heads, dh):
+    from onnx import TensorProto, helper
+    f = TensorProto.FLOAT
+
+    def info(name, shape):
+        return helper.make_tensor_value_info(name, f, shape)
+    nodes = [
+        helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qt", "kt"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Add", ["ss", "mask"], ["sm"]),
+        helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "vt"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["out"], perm=[0, 2, 1, 3]),
+    ]
+    scale = helper.make_tensor("scale", f, [], [dh ** -0.5])
+    g = helper.make_graph(nodes, "attention", [info(n, [1, "seq", heads, dh]) for n in "qkv"] +
+                          [info("mask", [1, 1, "seq", "seq"])], [info("out", [1, "seq", heads, dh])], [scale])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def feeds(seq, heads, dh, seed=0):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((1, seq, heads, dh)).astype(np.float32) for _ in range(3))
+    mask = np.triu(np.full((seq, seq), -1e9, np.float32), 1)[None, None]
+    return {"q": q, "k": k, "v": v, "mask": mask}
+
+
+def engine(name, model, threads):
+    """A function feeds -> output of engine `name`."""
+    if name == "ort":
+        sess = ort_session(model, threads)
+        return lambda f: sess.run(None, f)[0]
+    import tvmd.frontend.onnx_backend as backend
+    opts = {"disabled_passes": ["fuse-attention"]} if name == "unfused" else None
+    rep = backend.prepare(model, compile_options=opts)
+    return lambda f: rep.run([f[n] for n in "qkv"] + [f["mask"]])[0]
+
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def peak_child(name, seq, heads, dh, threads):
+    """In this (fresh) process: the resident set's growth during one run
+    over its size before (sampled every millisecond by a thread: the build's
+    own peak, which ru_maxrss would report, is long gone by then)."""
+    import threading
+    run = engine(name, attention_model(heads, dh), threads)
+    run(feeds(8, heads, dh))
+    f = feeds(seq, heads, dh)
+    before = rss_mib()
+    top, done = [before], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            top[0] = max(top[0], rss_mib())
+            time.sleep(0.001)
+    t = threading.Thread(target=sample)
+    t.start()
+    run(f)
+    done.set()
+    t.join()
+    print(json.dumps({"peak_mib": max(top[0], rss_mib()) - before}))
+
+
+def peak(name, seq, a):
+    env = dict(os.environ, TVMD_NUM_THREADS=str(a.threads))
+    r = subprocess.run([sys.executable, __file__, "--peak-child", f"{name},{seq}", "--heads", str(a.heads),
+                        "--head-dim", str(a.head_dim), "--threads", str(a.threads)],
+                       capture_output=True, text=True, env=env)
+    if r.returncode:
+        return float("nan")
+    return json.loads(r.stdout.strip().splitlines()[-1])["peak_mib"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seq", default="128,512,1024,2048,4096")
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--head-dim", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("TVMD_NUM_THREADS", "2")))
+    ap.add_argument("--repeat", type=int, default=6)
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
+    ap.add_argument("--peak-child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    os.environ["TVMD_NUM_THREADS"] = str(a.threads)
+    if a.peak_child:
+        name, seq = a.peak_child.split(",")
+        return peak_child(name, int(seq), a.heads, a.head_dim, a.threads)
+    import machine
+    model = attention_model(a.heads, a.head_dim)
+    runs = [engine(n, model, a.threads) for n in ENGINES]
+    print(f"attention, {a.heads} heads x head_dim {a.head_dim}, causal; {machine.describe(a.threads)}")
+    print(f"{'seq':>6} " + " ".join(f"{n + ' ms':>12}" for n in ENGINES) +
+          f" {'fused/ort':>9} {'unfused/ort':>11} {'fused GF/s':>10}  spread (f/u/o)" +
+          ("" if a.no_memory else "  peak MiB (f/u/o)"))
+    for seq in [int(x) for x in a.seq.split(",")]:
+        f = feeds(seq, a.heads, a.head_dim)
+        want = runs[2](f)
+        for run in runs[:2]:
+            np.testing.assert_allclose(run(f), want, rtol=1e-3, atol=1e-3)
+        rep = max(2, a.repeat if seq <= 1024 else a.repeat // 3)
+        times = interleaved_times([lambda r=r: r(f) for r in runs], rep, rounds=2)
+        med = [float(np.median(t)) for t in times]
+        flop = 4.0 * seq * seq * a.head_dim * a.heads
+        line = (f"{seq:>6} " + " ".join(f"{m * 1e3:12.1f}" for m in med) +
+                f" {med[0] / med[2]:9.2f} {med[1] / med[2]:11.2f} {flop / med[0] / 1e9:10.1f}  " +
+                "/".join(f"{spread_pct(t):.0f}%" for t in times))
+        if not a.no_memory:
+            line += "  " + "/".join(f"{peak(n, seq, a):.0f}" for n in ENGINES)
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
