@@ -287,6 +287,9 @@ def check(name, ps):
             # rounded alike: one unit in the last place apart is agreement
             g, w = np.asarray(got), np.asarray(want)
             eq |= np.isfinite(w) & (np.abs(g - w) <= np.spacing(np.abs(w).astype(w.dtype)))
+            # pow(NaN, 0): C says 1; for a signalling NaN glibc's scalar powf
+            # gives NaN and its vector powf (what LLVM vectorises to on AVX2) 1
+            eq |= np.isnan(a) & (b == 0) & ((g == 1) | np.isnan(g))
         if not eq.all():
             k = int(np.flatnonzero(~eq)[0])
             raise AssertionError(f"{name} in the {engine}: on ({a[k]!r}, {b[k]!r}) gives {got[k]!r}, "

@@ -658,7 +658,7 @@ def test_conv_streams_its_packed_weight_one_panel_ahead(cin, cout, k, big):
 
     m = module()
     PassManager(instantiate(parse_pipeline(
-        f'convert-layout{{nn.conv2d=NHWC}},fold-constant,alter-op-layout,fuse-ops,'
+        f'convert-layout{{nn.conv2d=NHWC}},fold-constant,alter-op-layout{{pack-width=32}},fuse-ops,'
         f'lower-relay-to-te{{target="{AVX512}"}}'), get_pass_class)).run(m)
     apply_best(m, None)
     te = print_module(m)

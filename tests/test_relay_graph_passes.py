@@ -400,7 +400,7 @@ def test_presets_follow_tvm_order_and_levels():
     assert PRESETS["O0"] == ["infer-type", "simplify-inference", "fuse-ops{opt-level=0}"]
     o3 = PRESETS["O3"]
     order = ["simplify-inference", "cse", "fold-constant", "fold-scale-axis", "canonicalize", "fold-constant",
-             "dce", "fuse-ops{opt-level=3}"]
+             "fuse-attention", "dce", "fuse-ops{opt-level=3}"]
     assert o3[1:] == order
     assert "cse" not in PRESETS["O2"] and "fold-scale-axis" not in PRESETS["O2"]   # level 3 in TVM
     assert "fold-constant" not in PRESETS["O1"]   # level 2 in TVM

@@ -47,15 +47,18 @@ class FuseAttention(ModulePass):
     OP = "relay.func"
 
     def run(self, module, ctx):
-        from .fuse_ops import function_blocks
         from .infer_type import ensure_types
         ensure_types(module)
-        n = 0
         for func in relay_functions(module, include_primitive=False):
-            for block in function_blocks(func):
-                for op in list(block.ops):
-                    if op.parent is not None and _name(op) == "nn.softmax":
-                        n += _rewrite(op)
+            self.run_on(func, ctx)
+
+    def run_on(self, func, ctx):
+        from .fuse_ops import function_blocks
+        n = 0
+        for block in function_blocks(func):
+            for op in list(block.ops):
+                if op.parent is not None and _name(op) == "nn.softmax":
+                    n += _rewrite(op)
         ctx.stat(self, "attentions-fused", n)
 
 
