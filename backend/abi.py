@@ -89,6 +89,13 @@ def _dtype_name(t) -> str:
         return T.tvm_dtype_name(t) if str(t) != "bf16" else "bfloat16"
 
 
+def storage_dtype(name):
+    """The numpy dtype of a buffer whose element type is named `name` (a
+    Param's dtype): numpy's own, or uint16 holding bfloat16's bits."""
+    import numpy as np
+    return np.dtype("uint16" if name == "bfloat16" else name)
+
+
 def signature(func_op) -> Signature:
     """The calling convention of a tir.func as data (see the module docstring)."""
     from ..ir import types as T

@@ -430,6 +430,15 @@ def to_numpy_dtype(t: Type):
     return np.dtype(name)
 
 
+def storage_numpy_dtype(t: Type):
+    """The numpy dtype of a buffer of `t`: its own, or uint16 for bf16,
+    which numpy lacks (the raw bits, as classic TVM's NDArray held them)."""
+    import numpy as np
+    if str(t) == "bf16":
+        return np.dtype("uint16")
+    return to_numpy_dtype(t)
+
+
 def from_numpy_dtype(dtype) -> Type:
     t = _FROM_NP.get(str(dtype))
     if t is None:

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend.abi import storage_dtype
+
 _ids = itertools.count()
 
 
@@ -105,7 +107,7 @@ def _first_cause(steps):
 
 
 def _nbytes(shape, dtype):
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    return int(np.prod(shape, dtype=np.int64)) * storage_dtype(dtype).itemsize
 
 
 def _owned(a):

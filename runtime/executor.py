@@ -153,7 +153,7 @@ def allocate_outputs(func_op):
         t = b.type
         if not t.is_static:
             raise ExecutionError(f"@{func_op.sym_name}: cannot allocate an output of dynamic type {t}")
-        outs.append(empty_aligned(t.shape, T.to_numpy_dtype(t.element_type)))
+        outs.append(empty_aligned(t.shape, T.storage_numpy_dtype(t.element_type)))
     return outs
 
 

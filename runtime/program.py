@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from ..backend.abi import storage_dtype
 from ..dialects.relay.ops import adt as relay_adt
 from ..dialects.relay.ops import closure as relay_closure
 from ..dialects.relay.ops import control as relay_control
@@ -183,7 +184,7 @@ class Program:
         # arrays is copied
         self.copy_out = [any(isinstance(b, tuple) and b and b[0] in ("const", "input", "owned")
                              for b in plan.views.get(v, ())) for v in ret.operands]
-        self.result_specs = [(tuple(v.type.shape), np.dtype(v.type.dtype))
+        self.result_specs = [(tuple(v.type.shape), T.storage_numpy_dtype(v.type.element_type))
                              if isinstance(v.type, T.TensorType) and v.type.is_static else None
                              for v in ret.operands]
         # the entry as one native function (runtime/aot.py), or why not; a
@@ -245,7 +246,7 @@ class Program:
                     continue
                 for k, b in enumerate(callee.outputs):
                     t = b.type
-                    dt = np.dtype(T.to_numpy_dtype(t.element_type))
+                    dt = np.dtype(T.storage_numpy_dtype(t.element_type))
                     bid = (slot[r], k)
                     bufs[bid] = (tuple(t.shape), dt)
                     defines.append((bid, int(np.prod(t.shape, dtype=np.int64)) * dt.itemsize))
@@ -267,7 +268,7 @@ class Program:
         types = op.results[0].type.types
 
         def own(t):
-            a = empty_aligned(tuple(t.shape), np.dtype(T.to_numpy_dtype(t.element_type)))
+            a = empty_aligned(tuple(t.shape), np.dtype(T.storage_numpy_dtype(t.element_type)))
             self.owned.append(a)
             return a
         counter = own(op.index.type)
@@ -390,7 +391,7 @@ class Program:
         dyn_in = []
         for j, i in enumerate(ins):
             p = sig.params[j]
-            size, dtype = int(np.prod(p.shape, dtype=np.int64)), np.dtype(p.dtype)
+            size, dtype = int(np.prod(p.shape, dtype=np.int64)), storage_dtype(p.dtype)
             c = consts.get(i)
             if c is not None and c.size == size and c.dtype == dtype:
                 ptrs[j] = c.ctypes.data

@@ -371,11 +371,39 @@ class FuncCodegen:
             return b.zext(x, dst_t) if zero_ext else b.sext(x, dst_t)
         if cls is A.SIToFPOp and (src is T.i1 or getattr(src, "unsigned", False)):
             cls = A.UIToFPOp   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
+        if cls is A.TruncFOp and T.element_type(op.results[0].type) is T.bf16:
+            return self.truncf_bf16(x, dst_t)
         conv = {A.SIToFPOp: b.sitofp, A.UIToFPOp: b.uitofp, A.FPToSIOp: b.fptosi,
                 A.FPToUIOp: b.fptoui, A.ExtFOp: b.fpext, A.TruncFOp: b.fptrunc}.get(cls)
         if conv is None:
             raise self.error(op, "cannot be compiled to LLVM")
         return conv(x, dst_t)
+
+    def truncf_bf16(self, x, dst_t):
+        """f32 (or f64, through f32) to bf16, rounded to nearest even in
+        integer arithmetic: bits + 0x7FFF + (bit 16), the top half; a NaN
+        keeps its sign and top payload, made quiet.  LLVM's fptrunc to
+        bfloat is a call to compiler-rt's __truncsfbf2 on CPUs without
+        AVX512-BF16, a symbol the JIT does not have (the call jumped to
+        nowhere); the integer form is the same everywhere."""
+        b = self.b
+        vec = isinstance(x.type, ir.VectorType)
+        n = x.type.count if vec else None
+
+        def ty(t):
+            return ir.VectorType(t, n) if vec else t
+
+        def const(t, v):
+            return ir.Constant(ty(t), [v] * n) if vec else ir.Constant(t, v)
+        f32 = ty(ir.FloatType())
+        if (x.type.element if vec else x.type) != ir.FloatType():
+            x = b.fptrunc(x, f32)
+        bits = b.bitcast(x, ty(I32))
+        top = b.lshr(bits, const(I32, 16))
+        rounded = b.lshr(b.add(b.add(bits, const(I32, 0x7FFF)), b.and_(top, const(I32, 1))), const(I32, 16))
+        nan = b.fcmp_unordered("uno", x, x)
+        out = b.select(nan, b.or_(top, const(I32, 0x40)), rounded)
+        return b.bitcast(b.trunc(out, ty(ir.IntType(16))), dst_t)
 
     # memory -----------------------------------------------------------------
 
