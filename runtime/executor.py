@@ -52,9 +52,10 @@ def _check_array(t, arr, label):
         if not isinstance(arr, np.ndarray):
             # a DLPack producer (torch, cupy's host arrays, ...) is viewed, not copied
             arr = np.from_dlpack(arr) if hasattr(arr, "__dlpack__") else np.asarray(arr)
-        want = t.dtype
+        want = T.storage_numpy_dtype(t.element_type)   # bf16: its bits, uint16
         if arr.dtype != want:
-            raise ExecutionError(f"{label} has dtype {arr.dtype}, expected {want} ({t})")
+            raise ExecutionError(f"{label} has dtype {arr.dtype}, expected {want} ({t}"
+                                 f"{': bf16 bits' if str(t.element_type) == 'bf16' else ''})")
         if arr.ndim != t.rank or any(d is not None and d != s for d, s in zip(t.shape, arr.shape)):
             raise ExecutionError(f"{label} has shape {list(arr.shape)}, expected {t}")
     return arr
