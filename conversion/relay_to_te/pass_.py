@@ -169,7 +169,8 @@ def lower_function(module, rf, schedule=True, target="llvm"):
                 raise rf.error("no CUDA schedule for dynamic ('?') dimensions yet")
             from .schedules import vector_unit
             from .schedules_dynamic import dynamic_schedule
-            dynamic_schedule(e, outs, vector_unit(str(target).strip() or "llvm").lanes)
+            vu = vector_unit(str(target).strip() or "llvm")
+            dynamic_schedule(e, outs, vu.lanes, vu.accumulators)
         else:
             default_schedule_for(target)(e, outs)
     body.append(ReturnOp(outs, [], {}, (), rf.loc))

@@ -47,10 +47,10 @@ from ...dialects.te.builder import ScheduleBuilder
 from ...dialects.te.ops import ComputeOp
 from ...ir import types as T
 
-ROWS = 4   # rows of a dynamic GEMM's register tile
+ROWS = 4   # rows of a dynamic GEMM's register tile (fewer where its accumulators would not fit)
 
 
-def dynamic_schedule(e, outputs, width=16):
+def dynamic_schedule(e, outputs, width=16, accumulators=16):
     from .schedules_attention import attention_schedule, is_attention
     if is_attention(e, outputs):
         return attention_schedule(e, outputs, width)
@@ -61,7 +61,7 @@ def dynamic_schedule(e, outputs, width=16):
         if c not in outs and c.reducer is None:
             s.compute_inline(c.results[0])
     inner = [c for c in computes if c not in outs and c.reducer is not None]
-    if len(outs) == 1 and _column_panels(s, outs[0], inner, width):
+    if len(outs) == 1 and _column_panels(s, outs[0], inner, width, accumulators):
         return
     for o in outs:
         axes = s.axes(o.results[0])
@@ -80,13 +80,16 @@ def dynamic_schedule(e, outputs, width=16):
         _vectorize_parallel(s, c, s.axes(c.results[0]), width)
 
 
-def _column_panels(s, o, inner, width):
+def _column_panels(s, o, inner, width, accumulators=16):
     """A GEMM (the output, or the one reduction its epilogue reads) whose
     columns are a static multiple of `width` and read contiguously: the
     columns in panels of up to 4 vectors, the panels in parallel (a one-row
     product, a decoding step, still uses every core), the rows inside in
     blocks of ROWS, and per block and panel the sums over k in a local
-    tile (registers).  Returns whether it applied."""
+    tile (registers).  The tile holds at most `accumulators` vectors
+    (VectorUnit.accumulators): on AVX2's 16 registers, 3 rows of a 4-vector
+    panel (4 x 4 spilled its sums to the stack at every k).  Returns
+    whether it applied."""
     gemm = o if o.reducer is not None and not inner else inner[0] if len(inner) == 1 else None
     if gemm is None or not _columns_contiguous(gemm, width) or gemm.rank != o.rank:
         return False
@@ -100,11 +103,12 @@ def _column_panels(s, o, inner, width):
     # a panel of up to 4 vectors: as many independent sums in flight per k
     n = gemm.tensor_type.shape[-1]
     panel = next(p for p in (4 * width, 2 * width, width) if n % p == 0)
+    rows = max(1, min(ROWS, accumulators // (panel // width)))
     # (the output's spatial axes: after a cache_write it is a copy)
     axes = list(s._op("te.axes", [o.results[0]], rank, [a.name for a in o.body.args[:rank]]))
     jo, ji = s.split(axes[rank - 1], factor=panel)
-    # rows in blocks of ROWS (the last one guarded): ROWS x 4 vectors of sums per k
-    ro, ri = s.split(axes[rank - 2], factor=ROWS)
+    # rows in blocks (the last one guarded): rows x 4 vectors of sums per k
+    ro, ri = s.split(axes[rank - 2], factor=rows)
     if n // panel == 1 and rank > 2:
         # one panel (attention's P V, head_dim 64): the batch (heads) in parallel
         s.reorder(*axes[:rank - 2], jo, ro, ri, ji)

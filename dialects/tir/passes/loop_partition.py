@@ -21,6 +21,19 @@ clamped to the loop, the loop becomes up to three copies::
     for i in [a, b+1)     guard replaced by its then-branch
     for i in [b+1, hi)    guard kept, or removed where provably false
 
+A loop whose guards bound it by a run-time size instead (a split of a
+'?' axis: ``for o in [0, (n + 3) floordiv 4)`` around ``4*o + r < n``,
+r in [0, 3] for the rows of an unrolled block) is split in two, at a
+point computed before it: with every such guard ``k*i + R - S < 0``
+(the same k > 0 and size S, defined outside the loop; R of static range
+[Rlo, Rhi]), all hold for ``i <= (S - 1 - max Rhi) floordiv k``, so
+
+    for i in [lo, p)      the guards replaced by their then-branches
+    for i in [p, hi)      guards kept (the last, partial block)
+
+with p = that + 1 clamped to [lo, hi].  A dynamic GEMM's row blocks then
+run without a test per row and per k.
+
 (``e >= 0`` for all values, i.e. ``k*i + Rlo >= 0`` over the whole part,
 proves the guard false: it is replaced by its else-branch or erased, and
 a part left with nothing but pure ops is dropped.)
@@ -39,7 +52,8 @@ from ....ir.pass_manager import ModulePass, option
 from ....ir.rewriter import Rewriter
 from ..bounds import Bounds, linear, linear_range
 from ._util import depends_on
-from ...arith.ops import AndIOp, CmpIOp
+from ...arith.ops import AddIOp, AndIOp, CmpIOp, FloorDivSIOp, MaxSIOp, MinSIOp, SubIOp
+from ...arith.ops import ConstantOp as ArithConstant
 from ..ops import AllocOp, ForOp, IfOp
 
 _PRED = {"slt", "sle", "sgt", "sge"}
@@ -131,6 +145,45 @@ def _analyse(loop, guard, bounds):
     return _Guard(guard, parts)
 
 
+def _analyse_symbolic(loop, guard, bounds):
+    """(k, S, Rhi) of a guard ``k*i + R - S < 0`` (one comparison; k > 0, S
+    an index value defined outside `loop`, R of static range up to Rhi),
+    or None."""
+    iv = loop.induction_var
+    cmps = _conjuncts(guard.operands[0], [])
+    if not cmps or len(cmps) != 1:
+        return None
+    terms, const = _normalise(cmps[0])
+    k = terms.pop(iv, 0)
+    sizes = [v for v, c in terms.items() if c == -1 and not _inside(v, loop)]
+    if k <= 0 or len(sizes) != 1:
+        return None
+    size = sizes[0]
+    del terms[size]
+    if any(depends_on(v, {iv}, {}) for v in terms):
+        return None
+    _, rhi = linear_range(bounds, terms, const)
+    return None if rhi is None else (k, size, rhi)
+
+
+def _inside(v, loop) -> bool:
+    """Whether `v` is defined within `loop` (so not before it)."""
+    from ....ir.core import BlockArgument
+    op = v.block.parent_op if isinstance(v, BlockArgument) else v.defining_op()
+    while op is not None:
+        if op is loop:
+            return True
+        op = op.parent_op() if callable(getattr(op, "parent_op", None)) else None
+    return False
+
+
+def _set_bounds(loop, lo, hi):
+    """Give `loop` the bounds lo, hi (ints or index Values)."""
+    loop.attributes["lower"] = lo if isinstance(lo, int) else None
+    loop.attributes["upper"] = hi if isinstance(hi, int) else None
+    loop.set_operands([v for v in (lo, hi) if not isinstance(v, int)])
+
+
 def _has_effect(loop) -> bool:
     """Whether anything in `loop` writes memory or synchronises (pure ops,
     loops, ifs and allocs by themselves do not)."""
@@ -160,13 +213,18 @@ class _Partitioner:
         self.rw = Rewriter()
         self.budget = budget
         self.stats: dict = {}
+        self.tails: set = set()   # the partial-block copies try_symbolic made: never split again
 
     def count(self, what):
         self.stats[what] = self.stats.get(what, 0) + 1
 
     def try_loop(self, loop) -> bool:
         lo, hi = loop.attributes.get("lower"), loop.attributes.get("upper")
-        if lo is None or hi is None or hi - lo < 1 or loop.kind == "thread":
+        if loop.kind == "thread":
+            return False
+        if lo is None or hi is None:
+            return self.try_symbolic(loop)
+        if hi - lo < 1:
             return False
         bounds = Bounds()
         for op in loop.walk(include_self=False):
@@ -195,6 +253,52 @@ class _Partitioner:
             self.count("loops-partitioned")
             return True
         return False
+
+    def try_symbolic(self, loop) -> bool:
+        """The run-time split of the module docstring; whether it applied."""
+        if id(loop) in self.tails:
+            return False
+        groups: dict = {}
+        bounds = Bounds()
+        for op in loop.walk(include_self=False):
+            if isinstance(op, IfOp):
+                g = _analyse_symbolic(loop, op, bounds)
+                if g is not None:
+                    groups.setdefault(g[:2], []).append((op, g[2]))
+        if not groups or self.budget <= 0:
+            return False
+        (k, size), guards = max(groups.items(), key=lambda kv: len(kv[1]))
+        self.budget -= 1
+        rw = self.rw
+        top = max(rhi for _, rhi in guards)
+
+        def make(cls, a, b):
+            op = cls([a, b], [T.index], None, (), loop.loc)
+            rw.insert_before(loop, op)
+            return op.results[0]
+
+        def const(v):
+            op = ArithConstant.get(v, T.index, loop.loc)
+            rw.insert_before(loop, op)
+            return op.results[0]
+        lo, hi = (v if not isinstance(v, int) else const(v) for v in (loop.lower, loop.upper))
+        p = make(AddIOp, make(FloorDivSIOp, make(SubIOp, size, const(1 + top)), const(k)), const(1))
+        p = make(MinSIOp, make(MaxSIOp, p, lo), hi)
+        walk = list(loop.walk())
+        pos = [walk.index(op) for op, _ in guards]
+        for n, (s, t) in enumerate(((loop.lower, p), (p, loop.upper))):
+            part = loop.clone({})
+            _set_bounds(part, s, t)
+            rw.insert_before(loop, part)
+            if n == 0:
+                inner = list(part.walk())
+                for i in sorted(pos, reverse=True):
+                    _resolve(rw, inner[i], True)
+            else:
+                self.tails.add(id(part))
+        rw.erase_op(loop)
+        self.count("loops-partitioned")
+        return True
 
     def split(self, loop, g, ranges, main):
         """Copies of `loop` over `ranges`; in copy `main` the guard is
