@@ -52,10 +52,10 @@ def attention_schedule(e, outputs, width=16):
         s.vectorize(vec)
     if any(d is None for d in out.type.shape):
         # a '?' query axis stays a loop of its own (the region of one of its
-        # iterations is then static), one query a step (a block of them would
-        # guard each row against the tail, and the guards keep LLVM from
-        # interleaving the rows' dot products); the heads run in parallel
-        row = i
+        # iterations is then static), in blocks of ROWS queries (the last
+        # block's guards split off by tir-loop-partition); the heads run in
+        # parallel
+        row, _ = s.split(i, factor=ROWS)
         s.parallel(s.fuse(b, h))
     else:
         io, _ = s.split(i, factor=ROWS)
