@@ -217,6 +217,20 @@ def test_three_d_form():
         np.testing.assert_allclose(build(text, fallback=False).run(q, k, v), want, rtol=2e-5, atol=2e-5)
 
 
+def test_a_scale_on_v_stays_on_v():
+    """A factor on V scales the output, not the scores: it stays V's."""
+    text = STATIC.replace("%v3 = reshape(%v)", "%v2 = multiply(%v, %c) : tensor<1x2x6x4xf32>\n  %v3 = reshape(%v2)")
+    out = fused(text)
+    assert "nn.attention(%q, %k, %v2" in out and "scale = 0.5" in out, out
+    rng = np.random.default_rng(5)
+    q, k = rng.standard_normal((1, 2, 5, 8)).astype(np.float32), rng.standard_normal((1, 2, 6, 8)).astype(np.float32)
+    v = rng.standard_normal((1, 2, 6, 4)).astype(np.float32)
+    keep = np.ones((1, 1, 5, 6), bool)
+    want = reference(q, k, 0.5 * v, scale=0.5, layout="BNSH")
+    for t in (text, out):
+        np.testing.assert_allclose(build(t, fallback=False).run(q, k, v, keep), want, rtol=2e-5, atol=2e-5)
+
+
 @pytest.mark.parametrize("change", [
     # the probabilities are an output too: the softmax must stay
     ("return %out", "%t = add(%p, %p) : tensor<1x2x?x?xf32>\n  return %out"),

@@ -84,12 +84,12 @@ class _Match:
     def __init__(self):
         self.scale = 1.0
         self.bias = []        # (value, scale it is multiplied by)
-        self.chain = []       # ops the rewrite makes dead
 
 
 def _product(v, m):
-    """(A4, B4, transpose_b, out_rank3) of a batched product whose result is
-    `v`, A4 and B4 as 4-d views (None for a 3-d form), or None."""
+    """(the nn.batch_matmul, A4, B4) of a batched product whose result is
+    `v`: A4 and B4 the 4-d tensors its 3-d operands view (None, None for
+    the 3-d form); None if `v` is no such product."""
     d = v.defining_op()
     if d is None:
         return None
@@ -113,7 +113,6 @@ def _product(v, m):
             views.append(u.operands[0])
         if _name(d) == "reshape" and not _folds_heads(v.type.shape, mm.results[0].type.shape):
             return None
-        m.chain.append(d)
         return mm, views[0], views[1]
     return None
 
@@ -123,26 +122,26 @@ def _folds_heads(shape4, shape3):
     return None not in shape4 and tuple(shape3) == (b * h, s, x)
 
 
-def _operand(x, perm, m):
-    """(base, layout or None) for a 4-d operand whose BNSH view is
-    transpose(x, perm): scalar multiplies (into m.scale) and transposes
-    peeled.  layout None: base needs transpose(base, perm) to be BNSH."""
+def _operand(x, perm, m, scales=True):
+    """(base, layout or None, perm) for a 4-d operand whose BNSH view is
+    transpose(x, perm): transposes peeled, and scalar multiplies into
+    m.scale where `scales` (Q and K: a factor there scales the scores; on V
+    it would scale the output).  layout None: base needs transpose(base,
+    perm) to be BNSH."""
     while True:
         d = x.defining_op()
         if d is None:
             break
-        if _name(d) == "multiply" and x.has_one_use():
+        if scales and _name(d) == "multiply" and x.has_one_use():
             c = next((s for s in map(_scalar, d.operands) if s is not None), None)
             if c is None:
                 break
             m.scale *= c
-            m.chain.append(d)
             x = d.operands[1] if _scalar(d.operands[0]) is not None else d.operands[0]
             continue
         if _name(d) == "transpose" and d.attributes.get("axes") and x.has_one_use():
             r = list(d.attributes["axes"])
             perm = tuple(r[p] for p in perm)
-            m.chain.append(d)
             x = d.operands[0]
             continue
         break
@@ -183,7 +182,6 @@ def _scores(x, m, acc=1.0):
         else:
             m.scale *= acc
             return _product(x, m)
-        m.chain.append(d)
         x = y
 
 
@@ -255,7 +253,7 @@ def _rewrite(sm):
         else:
             q, k, v = qv, kv, vv
         kperm = BNSH if mm_s.attributes["transpose_b"] else (0, 1, 3, 2)
-        ops = [_operand(q, BNSH, m), _operand(k, kperm, m), _operand(v, BNSH, m)]
+        ops = [_operand(q, BNSH, m), _operand(k, kperm, m), _operand(v, BNSH, m, scales=False)]
         layout = "BSNH" if [lay for _, lay, _ in ops].count("BSNH") >= 2 else "BNSH"
         want = BSNH if layout == "BSNH" else BNSH
         # transpose(base, c) is in `layout` where the BNSH view is transpose(base, perm): c = perm o want
