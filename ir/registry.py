@@ -68,6 +68,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "simplify-inference": ("tvmd.dialects.relay.passes.simplify_inference", "SimplifyInference"),
     "fold-scale-axis": ("tvmd.dialects.relay.passes.fold_scale_axis", "FoldScaleAxis"),
     "fuse-attention": ("tvmd.dialects.relay.passes.fuse_attention", "FuseAttention"),
+    "to-mixed-precision": ("tvmd.dialects.relay.passes.to_mixed_precision", "ToMixedPrecision"),
     "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize"),
     "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize"),
     "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph"),

@@ -107,6 +107,8 @@ _CONTRACTABLE = (A.AddFOp, A.SubFOp, A.MulFOp)
 _INTRINSIC_BINARY = {A.MaxSIOp: "llvm.smax", A.MinSIOp: "llvm.smin", A.MaximumFOp: "llvm.maximum",
                      A.MinimumFOp: "llvm.minimum"}
 _INT_CASTS = (A.IndexCastOp, A.ExtSIOp, A.ExtUIOp, A.TruncIOp)
+# float ops that bf16 operands run in f32 (CodeGen.arith)
+_BF16_PROMOTED = (*_FLOAT_BINARY, A.PowFOp, A.MaximumFOp, A.MinimumFOp, A.NegFOp, A.CmpFOp)
 
 
 def _vectorizable(loop) -> bool:
@@ -272,6 +274,17 @@ class FuncCodegen:
         r = op.results[0]
         args = [self.v(x) for x in op.operands]
         rt = r.type
+        if cls in _BF16_PROMOTED and any(T.element_type(x.type) is T.bf16 for x in op.operands):
+            # bf16 arithmetic in f32, rounded back (LLVM's own promotion ends
+            # in a __truncsfbf2 call the JIT lacks on CPUs without AVX512-BF16)
+            f32s = [b.fpext(a, ir.VectorType(ir.FloatType(), a.type.count) if isinstance(a.type, ir.VectorType)
+                            else ir.FloatType()) if T.element_type(x.type) is T.bf16 else a
+                    for x, a in zip(op.operands, args)]
+            out = self.arith_values(op, f32s, T.f32)
+            if T.element_type(rt) is T.bf16:
+                out = self.truncf_bf16(out, llvm_type(rt))
+            self.values[r] = out
+            return
         if cls is A.ShLIOp or cls is A.ShRSIOp:
             out = self.shift(cls is A.ShRSIOp, *args)
         elif cls in _INT_BINARY:
@@ -303,6 +316,24 @@ class FuncCodegen:
         else:
             out = self.cast(op, args[0])
         self.values[r] = out
+
+    def arith_values(self, op, args, rt):
+        """The float op `op` on LLVM values `args` (of element type `rt`)."""
+        b = self.b
+        cls = type(op)
+        if cls in _FLOAT_BINARY:
+            out = getattr(b, _FLOAT_BINARY[cls])(*args)
+            if cls in _CONTRACTABLE:
+                out.flags.append("contract")
+            return out
+        if cls is A.PowFOp:
+            return self.powf(b, *args)
+        if cls in _INTRINSIC_BINARY:
+            return b.call(intrinsic(self.m, _INTRINSIC_BINARY[cls], args[0].type, 2), args)
+        if cls is A.NegFOp:
+            return b.fneg(args[0])
+        kind, pred = _CMPF[op.attributes["predicate"]]
+        return (b.fcmp_ordered if kind == "o" else b.fcmp_unordered)(pred, *args)
 
     def shift(self, right, a, n):
         """numpy's shifts: the amount is read as unsigned, and one of at least

@@ -72,9 +72,10 @@ def _materialize(value, type, loc):
 
 
 def _const_value(v):
-    """The numpy value of a scalar arith.constant, else None."""
+    """The numpy value of a scalar arith.constant, else None (also for
+    bf16, which numpy cannot hold: such arithmetic is left to the code)."""
     d = v.defining_op()
-    if isinstance(d, A.ConstantOp):
+    if isinstance(d, A.ConstantOp) and str(v.type) != "bf16":
         return d.evaluate()
     return None
 
@@ -186,7 +187,7 @@ class _Simplifier(RewritePattern):
     def fold(self, op, rw) -> bool:
         vals = [_const_value(v) for v in op.operands]
         rt = op.results[0].type
-        if not vals or any(v is None for v in vals) or isinstance(rt, T.VectorType):
+        if not vals or any(v is None for v in vals) or isinstance(rt, T.VectorType) or str(rt) == "bf16":
             return False
         if isinstance(op, A.BinaryOp) and S.is_undefined(op.SEMANTICS, vals[0], vals[1], rt):
             return False   # undefined: leave it for the program to fail on
