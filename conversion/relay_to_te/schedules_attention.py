@@ -2,22 +2,29 @@
 static and '?' sizes alike.
 
     out:         its axes (named b, h, i, c by the compute, in the layout's
-                 order) ordered b, h, i, c; the row b, h, i fused into one
-                 parallel loop (with a '?' query axis: b, h fused and parallel,
-                 i a loop inside, whose iteration then reads a static region);
+                 order) ordered b, h, i, c; the queries i in blocks of ROWS;
+                 b, h and the block fused into one parallel loop (with a '?'
+                 query axis: b, h fused and parallel, the blocks a loop
+                 inside, whose iteration then reads a static region; the
+                 last block's guards split off by tir-loop-partition);
                  head_dim c split by the vector width
-    T_attn_max:  computed at the row: one value; its key loop j carries
-    T_attn_qk:   computed at that j: one score, a dot product along head_dim
-                 with the llvm_vectorize pragma (W lanes, a horizontal sum)
-    T_attn_acc:  computed at the row: Dv + PAD accumulators, the key loop j
-                 outside the columns, the columns split by W and vectorized
-    T_attn_qk2:  computed at the accumulator's j: one score; its exp (the
-                 same for every column, hoisted) scales v's row j into the
-                 accumulators, W-wide multiply-adds
+    T_attn_max:  computed at the block: ROWS values; the key loop j outside
+                 the block's rows, so each key row is read once per block
+    T_attn_qk:   computed at that j: ROWS scores, each a dot product along
+                 head_dim with the llvm_vectorize pragma (W lanes, a
+                 horizontal sum)
+    T_attn_acc:  computed at the block: ROWS x (Dv + PAD) accumulators, the
+                 key loop j outside the rows and columns, the columns split
+                 by W and vectorized
+    T_attn_qk2:  computed at the accumulator's j: ROWS scores; each one's exp
+                 (the same for every column, hoisted) scales v's row j into
+                 its row of accumulators, W-wide multiply-adds
 
-Every buffer is static (one score, one exp, one max, a row of
-accumulators), so the '?' rules of the dynamic schedule hold and the
-workspace does not grow with the sequence.
+Every buffer is static (ROWS scores, maxima and rows of accumulators), so
+the '?' rules of the dynamic schedule hold and the workspace does not grow
+with the sequence.  Measured (bench/attention.py, AVX2, 2 threads, GPT-2's
+12 heads with a mask): 512 tokens 42 ms, level with the unfused kernels;
+onnxruntime 8 ms.
 """
 
 from __future__ import annotations
@@ -51,10 +58,6 @@ def attention_schedule(e, outputs, width=16):
         _, vec = s.split(c, factor=width)
         s.vectorize(vec)
     if any(d is None for d in out.type.shape):
-        # a '?' query axis stays a loop of its own (the region of one of its
-        # iterations is then static), in blocks of ROWS queries (the last
-        # block's guards split off by tir-loop-partition); the heads run in
-        # parallel
         row, _ = s.split(i, factor=ROWS)
         s.parallel(s.fuse(b, h))
     else:
