@@ -53,17 +53,16 @@ def test_a_run_time_broadcast_gets_a_build_of_its_own(capsys):
 
 
 def test_a_dynamic_import_that_needs_values_falls_back_per_shape(capsys):
-    """Range up to a size read from Shape: its length is an input's value
-    at import time, so the dynamic import declines, once, and each shape is
-    imported as before."""
+    """Range up to a size read from Shape, by 2: its length (half the
+    size) is no dimension, so the dynamic import declines, once, and each
+    shape is imported as before.  (By 1 it is arange_like: below.)"""
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
              helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
              helper.make_node("Range", ["zero", "n", "step"], ["r"]),
-             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
-             helper.make_node("Add", ["x", "rf"], ["y"])]
+             helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT)]
     inits = [helper.make_tensor("one", TensorProto.INT64, [], [1]),
              helper.make_tensor("zero", TensorProto.INT64, [], [0]),
-             helper.make_tensor("step", TensorProto.INT64, [], [1])]
+             helper.make_tensor("step", TensorProto.INT64, [], [2])]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "n"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
@@ -71,9 +70,9 @@ def test_a_dynamic_import_that_needs_values_falls_back_per_shape(capsys):
     rep = backend.prepare(model)
     err = capsys.readouterr().err
     assert "imported per input shape" in err
-    for n in (3, 5):
+    for n in (3, 6):
         a = np.ones((2, n), np.float32)
-        np.testing.assert_array_equal(rep.run([a])[0], a + np.arange(n, dtype=np.float32))
+        np.testing.assert_array_equal(rep.run([a])[0], np.arange(0, n, 2, dtype=np.float32))
     assert rep.builds == 2
 
 
@@ -152,3 +151,32 @@ def test_k_transpose_folds_into_batch_matmul_transpose_b():
         feeds = {name: rng.standard_normal((1, n, 2, 16)).astype(np.float32) for name in "qkv"}
         np.testing.assert_allclose(rep.run(feeds)[0], sess.run(None, feeds)[0], rtol=1e-4, atol=1e-5)
     assert rep.builds == 1
+
+
+def test_a_range_over_a_dynamic_length_compiles_once():
+    """Position ids as exporters compute them, Range(0, Shape(x)[1], 1),
+    over a '?' sequence: arange_like of x's axis 1, one build for every
+    length (it used to import per shape: arange takes its stop as an
+    attribute)."""
+    def model(start):
+        nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+                 helper.make_node("Range", ["start", "n", "step"], ["r"]),
+                 helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+                 helper.make_node("Add", ["x", "rf"], ["y"])]
+        g = helper.make_graph(nodes, "positions", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "seq"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "seq"])],
+                              [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+                               helper.make_tensor("start", TensorProto.INT64, [], [start]),
+                               helper.make_tensor("step", TensorProto.INT64, [], [1])])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = model(0)
+    rep = backend.prepare(m)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 64, 300):
+        x = rng.standard_normal((2, n)).astype(np.float32)
+        want = sess.run(None, {"x": x})[0]
+        np.testing.assert_allclose(rep.run([x])[0], want, rtol=0, atol=0)
+        np.testing.assert_allclose(want, x + np.arange(n, dtype=np.float32))
+    assert rep.builds == 1 and not rep._dynamic.run.compiled.interpreted
+    assert "arange_like" in str(rep._dynamic.module)

@@ -39,7 +39,7 @@ TVM_PATTERNS = {
     "nn.max_pool2d": O, "nn.avg_pool2d": O, "nn.global_avg_pool2d": O, "nn.adaptive_avg_pool2d": O,
     "one_hot": O, "nn.l2_normalize": O,
     "nn.softmax": X, "nn.log_softmax": X, "nn.batch_norm": X, "nn.layer_norm": X, "nn.dropout": X, "nn.lrn": X,
-    "shape_of": X, "arange": X, "scatter_elements": X, "scatter_nd": X, "argwhere": X, "topk": X, "sort": X,
+    "shape_of": X, "arange": X, "arange_like": X, "scatter_elements": X, "scatter_nd": X, "argwhere": X, "topk": X, "sort": X,
     "argsort": X, "cumsum": X, "einsum": I, "reverse_sequence": I,
 }
 
@@ -173,7 +173,7 @@ def _sample_types():
         "tile": ([x4], {"reps": [2]}), "repeat": ([x4], {"repeats": 2, "axis": 1}), "reverse": ([x4], {"axis": 1}),
         "layout_transform": ([x4], {"src_layout": "NCHW", "dst_layout": "NHWC"}),
         "zeros": ([], {"shape": [2, 3]}), "ones": ([], {"shape": [2]}), "full": ([((), f)], {"shape": [2]}),
-        "arange": ([], {"stop": 3.0}), "shape_of": ([x4], {}), "ndarray_size": ([x4], {}),
+        "arange": ([], {"stop": 3.0}), "arange_like": ([x4], {"axis": 1, "dtype": "int64"}), "shape_of": ([x4], {}), "ndarray_size": ([x4], {}),
         "take": ([x4, ((2,), np.int32)], {"axis": 1}), "gather": ([((3, 4), f), ((3, 2), np.int32)], {"axis": 1}),
         "gather_nd": ([((3, 4), f), ((1, 2), np.int32)], {}),
         "scatter_elements": ([((3, 4), f), ((3, 2), np.int32), ((3, 2), f)], {"axis": 1}),

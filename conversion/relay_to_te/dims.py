@@ -161,6 +161,11 @@ def _attention(op, ins, eqs, e):
     return from_bhsd(layout, full[0], full[1], m, dv)
 
 
+def _arange_like(op, ins, eqs, e):
+    x = ins[0]
+    return (x[op.attributes["axis"] % len(x)],)
+
+
 def _transpose(op, ins, eqs, e):
     x = ins[0]
     axes = op.attributes.get("axes")
@@ -286,7 +291,7 @@ def _expand_dims(op, ins, eqs, e):
 
 _RULES = {
     "nn.dense": _matmul, "nn.matmul": _matmul, "nn.batch_matmul": _batch_matmul,
-    "nn.contrib_dense_pack": _dense_pack, "nn.attention": _attention,
+    "nn.contrib_dense_pack": _dense_pack, "nn.attention": _attention, "arange_like": _arange_like,
     "nn.bias_add": _first, "nn.softmax": _first, "nn.log_softmax": _first, "nn.fast_softmax": _first,
     "nn.layer_norm": _first, "nn.l2_normalize": _first, "nn.dropout": _first, "nn.relu": _first,
     "transpose": _transpose, "reshape": _reshape, "take": _take, "expand_dims": _expand_dims,

@@ -66,8 +66,10 @@ def full(e, op, args):
     return _const_fill(e, op, lambda e, et: _scalar(e, args[0], et), "T_full")
 
 
-@strategy("arange")
+@strategy("arange", "arange_like")
 def arange(e, op, args):
+    """start + i * step (arange_like: as many as its operand's axis holds,
+    a '?' one sized by the emitter's result_dims)."""
     t = out_type(op)
     et = t.element_type
     a = op.attributes

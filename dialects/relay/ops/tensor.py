@@ -3,6 +3,7 @@
     %z = zeros() {shape = [2, 3], dtype = "float32"}          also ones
     %f = full(%v) {shape = [2, 3]}                           %v: a one-element tensor; dtype = "" (%v's)
     %a = arange() {start = 0.0, stop = 10.0, step = 1.0, dtype = "float32"}
+    %a = arange_like(%x) {axis = 1, start = 0.0, step = 1.0, dtype = "int64"}   as many as x's axis has
     %s = shape_of(%x) {dtype = "int32"} : tensor<4xi32>
     %n = ndarray_size(%x) {dtype = "int32"} : tensor<i32>
     %t = take(%x, %i) {axis = 0, batch_dims = 0, mode = "clip"}      mode "clip" | "wrap" | "fast"
@@ -22,7 +23,9 @@ range (so -1 reads element 0, as TVM), "wrap" takes them modulo the size,
 interpreter reports any other).  gather, gather_nd and scatter_elements
 accept negative indices (from the end, as ONNX) and report out-of-range
 ones.  one_hot: an index outside [0, depth) gives an all-off row (TVM).
-arange takes start/stop/step as attributes, so its shape is static.
+arange takes start/stop/step as attributes, so its shape is static;
+arange_like counts what a dimension of its operand holds (a '?' one too:
+torch.arange(x.size(1)) over a dynamic sequence), never reading its values.
 
 Sorting is stable: equal elements keep their index order (ONNX TopK's
 rule), also when descending.  topk with k < 1 keeps the whole axis.
@@ -125,6 +128,31 @@ class ArangeOp(RelayOp):
         # start + i * step in the result's dtype, as TVM computes each element
         start, step = np.asarray(a["start"]).astype(dt), np.asarray(a["step"]).astype(dt)
         return (start + np.arange(self.length()).astype(dt) * step).astype(dt)
+
+
+class ArangeLikeOp(RelayOp):
+    """start + i * step for i below x.shape[axis]: an arange whose length is
+    a dimension of `x` (its values are not read)."""
+    __slots__ = ()
+    name = "relay.arange_like"
+    OPERANDS = ("data",)
+    ATTRS = {"axis": Attr(INT, 0), "start": Attr(FLOAT, 0.0), "step": Attr(FLOAT, 1.0),
+             "dtype": Attr(STR, "float32")}
+    PATTERN = OpPattern.OPAQUE
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        axis = norm_axis(self, self.attributes["axis"], x.rank)
+        for k in ("start", "step"):
+            finite(self, k)
+        return T.TensorType((x.shape[axis],), dtype_attr(self))
+
+    def compute(self, x):
+        a = self.attributes
+        dt = self.results[0].type.dtype
+        n = x.shape[a["axis"] % x.ndim]
+        start, step = np.asarray(a["start"]).astype(dt), np.asarray(a["step"]).astype(dt)
+        return (start + np.arange(n).astype(dt) * step).astype(dt)
 
 
 # -- shape queries ---------------------------------------------------------------------------

@@ -65,7 +65,17 @@ def constant_of_shape(cx, node):
 
 @converter("Range", 11)
 def range_node(cx, node):
+    """arange; where the limit is a dimension only known at run time
+    (Shape -> Gather of a '?' axis) and the range starts at 0 by 1,
+    arange_like of that tensor: one build serves every length."""
+    from ..symbolic import Dim, elements
     start, limit, delta = node.input(0), node.input(1), node.input(2)
+    if cx.static(limit, bound=False) is None:
+        s, d = cx.static(start, bound=False), cx.static(delta, bound=False)
+        lim = elements(cx, limit)
+        if s is not None and d is not None and s.size == 1 and d.size == 1 and s.item() == 0 and d.item() == 1 \
+                and lim is not None and len(lim) == 1 and isinstance(lim[0], Dim):
+            return cx.op("arange_like", lim[0].value, axis=lim[0].axis, dtype=cx.dtype(start))
     return cx.op("arange", start=start, stop=limit, step=delta, dtype=cx.dtype(start))
 
 
