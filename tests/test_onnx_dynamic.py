@@ -158,18 +158,16 @@ def test_a_range_over_a_dynamic_length_compiles_once():
     over a '?' sequence: arange_like of x's axis 1, one build for every
     length (it used to import per shape: arange takes its stop as an
     attribute)."""
-    def model(start):
-        nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
-                 helper.make_node("Range", ["start", "n", "step"], ["r"]),
-                 helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
-                 helper.make_node("Add", ["x", "rf"], ["y"])]
-        g = helper.make_graph(nodes, "positions", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "seq"])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "seq"])],
-                              [helper.make_tensor("one", TensorProto.INT64, [], [1]),
-                               helper.make_tensor("start", TensorProto.INT64, [], [start]),
-                               helper.make_tensor("step", TensorProto.INT64, [], [1])])
-        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m = model(0)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+             helper.make_node("Range", ["start", "n", "step"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "rf"], ["y"])]
+    g = helper.make_graph(nodes, "positions", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "seq"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "seq"])],
+                          [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+                           helper.make_tensor("start", TensorProto.INT64, [], [0]),
+                           helper.make_tensor("step", TensorProto.INT64, [], [1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     rep = backend.prepare(m)
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(4)
