@@ -170,11 +170,7 @@ def _inside(v, loop) -> bool:
     """Whether `v` is defined within `loop` (so not before it)."""
     from ....ir.core import BlockArgument
     op = v.block.parent_op if isinstance(v, BlockArgument) else v.defining_op()
-    while op is not None:
-        if op is loop:
-            return True
-        op = op.parent_op() if callable(getattr(op, "parent_op", None)) else None
-    return False
+    return op is not None and loop.is_ancestor(op)
 
 
 def _set_bounds(loop, lo, hi):
