@@ -14,6 +14,7 @@ heavy so that loading one pass stays cheap.
 
 from __future__ import annotations
 
+from ....ir.pass_manager import ModulePass
 from ..ops.function import ConstantOp, FuncOp
 
 
@@ -24,6 +25,19 @@ def relay_functions(module, include_primitive: bool = True):
         if isinstance(op, FuncOp) and (include_primitive or "primitive" not in op.attributes):
             out.append(op)
     return out
+
+
+class GraphFunctionPass(ModulePass):
+    """A graph pass: ``run_on`` each relay.func that is not a primitive
+    (fused) function, once every type is inferred."""
+
+    OP = "relay.func"
+
+    def run(self, module, ctx):
+        from .infer_type import ensure_types
+        ensure_types(module)
+        for func in relay_functions(module, include_primitive=False):
+            self.run_on(func, ctx)
 
 
 def is_primitive(func) -> bool:

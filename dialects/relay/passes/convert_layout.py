@@ -55,8 +55,8 @@ import re
 from collections import ChainMap
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass, option
-from . import erase_if_dead, relay_functions
+from ....ir.pass_manager import option
+from . import GraphFunctionPass, erase_if_dead
 from ..ops.base import RelayOp
 from ..ops.control import TupleGetItemOp
 from ..ops.function import CallOp, ConstantOp
@@ -66,11 +66,10 @@ _BLOCKED_DATA = re.compile(r"^NC([DHW]+)(\d+)c$")
 
 
 @dataclass
-class ConvertLayout(ModulePass):
+class ConvertLayout(GraphFunctionPass):
     """Convert conv2d data layouts (e.g. nn.conv2d=NHWC), transforming only at boundaries."""
 
     NAME = "convert-layout"
-    OP = "relay.func"
     EXTRA_OPTIONS = "desired_layouts"
     EXTRA_OPTIONS_HELP = ("OP=DATA[:KERNEL]: the layouts to give each such op, e.g. nn.conv2d=NHWC "
                           "or nn.conv2d=NCHW4c:OIHW4i4o (kernel 'default': the one TVM pairs)")
@@ -114,12 +113,6 @@ class ConvertLayout(ModulePass):
         if sorted(k.primal) != sorted("OI" + spatial):
             raise ValueError(f"kernel layout '{kernel}' for {op} is not a permutation of OI{spatial}")
         return data, kernel
-
-    def run(self, module, ctx):
-        from .infer_type import ensure_types
-        ensure_types(module)
-        for func in relay_functions(module, include_primitive=False):
-            self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
         c = Converter(self)

@@ -43,8 +43,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass, option
-from . import defining_constant, erase_if_dead, relay_functions
+from ....ir.pass_manager import option
+from . import GraphFunctionPass, defining_constant, erase_if_dead
 from ..ops.base import RelayOp
 from ..ops.control import TupleGetItemOp, TupleOp
 from ..ops.function import CallOp, ConstantOp
@@ -57,18 +57,11 @@ SHAPE_OPS = (ShapeOfOp, NdarraySizeOp)
 
 
 @dataclass
-class FoldConstant(ModulePass):
+class FoldConstant(GraphFunctionPass):
     """Evaluate subgraphs whose inputs are all constants."""
 
     NAME = "fold-constant"
-    OP = "relay.func"
     fold_qnn: bool = option(False, "fold qnn ops too (TVM's fold_qnn)")
-
-    def run(self, module, ctx):
-        from .infer_type import ensure_types
-        ensure_types(module)
-        for func in relay_functions(module, include_primitive=False):
-            self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
         from .fuse_ops import function_blocks

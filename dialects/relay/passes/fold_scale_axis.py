@@ -33,8 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
-from . import defining_constant, relay_functions
+from . import GraphFunctionPass, defining_constant
 from ..ops.conv import Conv2DOp
 from ..ops.elemwise import AddOp, LeakyReluOp, MultiplyOp, ReluOp, SubtractOp
 from ..ops.function import ConstantOp
@@ -48,17 +47,10 @@ ANCHORS = (Conv2DOp, DenseOp)
 
 
 @dataclass
-class FoldScaleAxis(ModulePass):
+class FoldScaleAxis(GraphFunctionPass):
     """Fold per-channel scales into conv2d/dense weights."""
 
     NAME = "fold-scale-axis"
-    OP = "relay.func"
-
-    def run(self, module, ctx):
-        from .infer_type import ensure_types
-        ensure_types(module)
-        for func in relay_functions(module, include_primitive=False):
-            self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
         block = func.regions[0].blocks[0]

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
-from . import defining_constant, relay_functions
+from . import GraphFunctionPass, defining_constant
 from ..ops.base import RelayOp
 
 BNSH, BSNH = (0, 1, 2, 3), (0, 2, 1, 3)
@@ -40,17 +39,10 @@ MASK_FILL = -1e30   # a where-mask's fill at or below this is -inf to within f32
 
 
 @dataclass
-class FuseAttention(ModulePass):
+class FuseAttention(GraphFunctionPass):
     """Rewrite softmax(Q K^T * scale + mask) V into nn.attention."""
 
     NAME = "fuse-attention"
-    OP = "relay.func"
-
-    def run(self, module, ctx):
-        from .infer_type import ensure_types
-        ensure_types(module)
-        for func in relay_functions(module, include_primitive=False):
-            self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
         from .fuse_ops import function_blocks

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.pass_manager import ModulePass
-from . import defining_constant, relay_functions
+from . import GraphFunctionPass, defining_constant
 from ..ops.control import TupleGetItemOp
 from ..ops.function import ConstantOp
 from ..ops.nn import DropoutOp, L2NormalizeOp
@@ -42,17 +41,10 @@ NORMS = (LayerNormOp, InstanceNormOp, GroupNormOp)
 
 
 @dataclass
-class SimplifyInference(ModulePass):
+class SimplifyInference(GraphFunctionPass):
     """Rewrite batch_norm, dropout and the norms for inference."""
 
     NAME = "simplify-inference"
-    OP = "relay.func"
-
-    def run(self, module, ctx):
-        from .infer_type import ensure_types
-        ensure_types(module)
-        for func in relay_functions(module, include_primitive=False):
-            self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
         from .fuse_ops import function_blocks

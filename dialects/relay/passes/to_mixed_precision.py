@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import types as T
-from ....ir.pass_manager import ModulePass, option
-from . import defining_constant, relay_functions
+from ....ir.pass_manager import option
+from . import GraphFunctionPass, defining_constant
 
 ALLOW = ("nn.dense", "nn.matmul", "nn.batch_matmul", "nn.contrib_dense_pack", "nn.conv1d", "nn.conv2d",
          "nn.conv3d", "nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose")
@@ -45,11 +45,10 @@ NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 
 
 @dataclass
-class ToMixedPrecision(ModulePass):
+class ToMixedPrecision(GraphFunctionPass):
     """Run products in float16/bfloat16 with float32 accumulation."""
 
     NAME = "to-mixed-precision"
-    OP = "relay.func"
     dtype: str = option("float16", "the low type: float16 or bfloat16")
     allow: list[str] = option([], "ops always run in the low type (empty: the products)")
     deny: list[str] = option([], "ops never run in it (empty: softmax, norms, reductions, exp, log, ...)")
@@ -57,12 +56,6 @@ class ToMixedPrecision(ModulePass):
     def validate(self):
         if self.dtype not in LOW:
             raise ValueError(f"dtype must be float16 or bfloat16, got '{self.dtype}'")
-
-    def run(self, module, ctx):
-        from .infer_type import ensure_types
-        ensure_types(module)
-        for func in relay_functions(module, include_primitive=False):
-            self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
         low = LOW[self.dtype]
