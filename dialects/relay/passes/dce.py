@@ -78,7 +78,13 @@ def removable(op, functions) -> bool:
 
 def erase_dead_ops(block, functions) -> int:
     """Erase dead ops in `block` and the regions nested in it."""
-    work = _ops_in(block)   # popped from the end: users before producers, inner before outer
+    return erase_dead(_ops_in(block), functions)   # popped from the end: users before producers, inner before outer
+
+
+def erase_dead(work, functions=None) -> int:
+    """Erase the ops of the list `work` that are dead and removable, and then
+    the producers each one erased leaves dead, popping from the end; how
+    many.  `functions` (name -> op) lets calls of pure functions go."""
     erased = 0
     while work:
         op = work.pop()

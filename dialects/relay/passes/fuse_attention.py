@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 from . import GraphFunctionPass, defining_constant
 from ..ops.base import RelayOp
+from .dce import erase_dead
+from .simplify_inference import Emitter
 
 BNSH, BSNH = (0, 1, 2, 3), (0, 2, 1, 3)
 MASK_FILL = -1e30   # a where-mask's fill at or below this is -inf to within f32 rounding
@@ -193,25 +195,23 @@ def _reaches_product(v, depth=16):
     return False
 
 
-class _Emitter:
-    """Builds relay ops (types inferred) before `anchor`; undo() erases them."""
+class _Emitter(Emitter):
+    """simplify_inference's Emitter, remembering what it built so that
+    undo() can take it back."""
 
     def __init__(self, anchor):
-        self.anchor, self.made = anchor, []
+        super().__init__(anchor)
+        self.made = []
 
     def op(self, name, *operands, **attrs):
-        from ....ir.registry import get_op_class
-        op = get_op_class("relay." + name).build(*operands, loc=self.anchor.loc, **attrs)
-        self.anchor.parent.insert_before(self.anchor, op)
-        self.made.append(op)
-        return op.results[0]
+        r = super().op(name, *operands, **attrs)
+        self.made.append(r.defining_op())
+        return r
 
-    def const(self, array):
-        from ..ops.function import ConstantOp
-        op = ConstantOp.get(array, loc=self.anchor.loc)
-        self.anchor.parent.insert_before(self.anchor, op)
-        self.made.append(op)
-        return op.results[0]
+    def const(self, array, name=None):
+        r = super().const(array, name)
+        self.made.append(r.defining_op())
+        return r
 
     def undo(self):
         for op in reversed(self.made):
@@ -252,8 +252,6 @@ def _rewrite(sm):
         args = [base if lay == layout else e.op("transpose", base, axes=[perm[w] for w in want])
                 for base, lay, perm in ops]
         bias = _bias(e, m, p)
-        if bias is False:
-            raise ValueError("a mask of another dtype")
         a = e.op("nn.attention", *args, *([bias] if bias is not None else []), scale=m.scale, layout=layout)
         if qv is None:
             r = e.op("squeeze", a, axis=[0])
@@ -274,7 +272,7 @@ def _rewrite(sm):
         r.name = out.name
     dead = out.defining_op()
     out.replace_all_uses_with(r)
-    _erase_dead(dead)
+    erase_dead([dead])   # the old products, softmax, transposes: what only they used
     return 1
 
 
@@ -293,8 +291,8 @@ def _pv_result(p):
 
 
 def _bias(e, m, p):
-    """The sum of the mask terms, each times the scale above it; False if
-    one has another dtype."""
+    """The sum of the mask terms, each times the scale above it (None
+    without one); ValueError for one of another dtype."""
     import numpy as np
 
     from ....ir.types import to_numpy_dtype
@@ -304,20 +302,8 @@ def _bias(e, m, p):
         if isinstance(b, tuple):   # where(cond, scores, -inf): where(cond, 0, -inf)
             b = e.op("where", b[1], e.const(np.array(0, dt)), e.const(np.array(-np.inf, dt)))
         elif b.type.element_type is not p.type.element_type:
-            return False
+            raise ValueError(f"a mask of type {b.type}, the scores are {p.type.element_type}")
         elif acc != 1.0:
             b = e.op("multiply", b, e.const(np.array(acc, dt)))
         out = b if out is None else e.op("add", out, b)
     return out
-
-
-def _erase_dead(op):
-    """Erase `op` and, transitively, the producers it leaves without users."""
-    work = [op]
-    while work:
-        op = work.pop()
-        if op is None or op.parent is None or any(r.has_uses() for r in op.results):
-            continue
-        producers = [v.defining_op() for v in op.operands]
-        op.erase()
-        work.extend(producers)
