@@ -91,9 +91,12 @@ def _dtype_name(t) -> str:
 
 def storage_dtype(name):
     """The numpy dtype of a buffer whose element type is named `name` (a
-    Param's dtype): numpy's own, or uint16 holding bfloat16's bits."""
+    Param's dtype, or a numpy dtype): numpy's own, or for bfloat16, which
+    numpy lacks, ir.types.storage_numpy_dtype's."""
     import numpy as np
-    return np.dtype("uint16" if name == "bfloat16" else name)
+
+    from ..ir import types as T
+    return T.storage_numpy_dtype(T.bf16) if str(name) == "bfloat16" else np.dtype(name)
 
 
 def signature(func_op) -> Signature:

@@ -53,7 +53,7 @@ def dynamic_kernel_step(kernel, callee, out, ins, as_tuple):
     outs_spec = []
     for b in callee.outputs:
         t = b.type
-        outs_spec.append((list(t.shape), np.dtype(T.storage_numpy_dtype(t.element_type))))
+        outs_spec.append((list(t.shape), T.storage_numpy_dtype(t.element_type)))
     fill = [(k, ax, list(size)) for k, ax, size in attrs.get("result_sizes", ())]
     name = callee.sym_name
     call = _direct_call(kernel, len(ins), len(size_args), len(outs_spec))

@@ -246,7 +246,7 @@ class Program:
                     continue
                 for k, b in enumerate(callee.outputs):
                     t = b.type
-                    dt = np.dtype(T.storage_numpy_dtype(t.element_type))
+                    dt = T.storage_numpy_dtype(t.element_type)
                     bid = (slot[r], k)
                     bufs[bid] = (tuple(t.shape), dt)
                     defines.append((bid, int(np.prod(t.shape, dtype=np.int64)) * dt.itemsize))
@@ -268,7 +268,7 @@ class Program:
         types = op.results[0].type.types
 
         def own(t):
-            a = empty_aligned(tuple(t.shape), np.dtype(T.storage_numpy_dtype(t.element_type)))
+            a = empty_aligned(tuple(t.shape), T.storage_numpy_dtype(t.element_type))
             self.owned.append(a)
             return a
         counter = own(op.index.type)

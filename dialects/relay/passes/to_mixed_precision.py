@@ -65,8 +65,9 @@ class ToMixedPrecision(GraphFunctionPass):
             ctx.stat(self, k, n)
 
 
-def _is_f32_tensor(v):
-    return isinstance(v.type, T.TensorType) and v.type.element_type is T.f32
+def _element(v):
+    """The element type of a tensor value, None for anything else."""
+    return v.type.element_type if isinstance(v.type, T.TensorType) else None
 
 
 class _Converter:
@@ -88,15 +89,15 @@ class _Converter:
         for op in list(block.ops):
             if isinstance(op, ReturnOp):
                 for i, v in enumerate(op.operands):
-                    if isinstance(v.type, T.TensorType) and v.type.element_type is self.low:
+                    if _element(v) is self.low:
                         op.set_operand(i, self.cast(v, T.f32, op))
                 continue
             if not isinstance(op, RelayOp) or op.regions:
                 self.up(op)
                 continue
             name = op.op_name
-            lows = [v for v in op.operands if isinstance(v.type, T.TensorType) and v.type.element_type is self.low]
-            f32s = [v for v in op.operands if _is_f32_tensor(v)]
+            lows = [v for v in op.operands if _element(v) is self.low]
+            f32s = [v for v in op.operands if _element(v) is T.f32]
             if name in self.allow and (lows or f32s) and "out_dtype" in op.attributes:
                 self.product(op)
             elif name in self.deny or not lows or name == "cast":
@@ -114,16 +115,16 @@ class _Converter:
         """Low-precision operands of `op` cast back to float32 (a product's
         float32 sums are used as they are, not rounded down and up)."""
         for i, v in enumerate(op.operands):
-            if isinstance(v.type, T.TensorType) and v.type.element_type is self.low:
+            if _element(v) is self.low:
                 src = self.sums.get(v)
                 op.set_operand(i, src if src is not None else self.cast(v, T.f32, op))
 
     def product(self, op):
         """Operands cast down, float32 sums, the result cast down after."""
-        if any(isinstance(v.type, T.TensorType) and T.is_float(v.type.element_type)
-               and v.type.element_type not in (T.f32, self.low) for v in op.operands):
+        if any(_element(v) is not None and T.is_float(_element(v)) and _element(v) not in (T.f32, self.low)
+               for v in op.operands):
             return self.up(op)   # a float64 operand: left alone
-        ops = [self.cast(v, self.low, op) if _is_f32_tensor(v) else v for v in op.operands]
+        ops = [self.cast(v, self.low, op) if _element(v) is T.f32 else v for v in op.operands]
         attrs = dict(op.attributes)
         attrs["out_dtype"] = "float32"
         new = self.rebuild(op, ops, attrs)
