@@ -39,9 +39,9 @@ def dense_text(m, k, n, dt):
 def as_dtype(a, dt):
     """(the array to feed, its value in f64)."""
     if dt == "bf16":
-        b = a.view(np.uint32).astype(np.uint64)
-        bits = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
-        return bits, (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        from tvmd.testing import bfloat16
+        b = bfloat16.bits(a)
+        return b, bfloat16.value(b).astype(np.float64)
     if dt == "f16":
         h = a.astype(np.float16)
         return h, h.astype(np.float64)

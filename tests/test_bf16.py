@@ -9,18 +9,8 @@ import numpy as np
 import pytest
 
 from tvmd.runtime.build import build
-
-
-def bf16_bits(x):
-    """float32 -> bf16 bits, round to nearest even; NaN quiet with its sign."""
-    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(np.asarray(x, np.float32))
-    return np.where(nan, ((b >> 16) | 0x40).astype(np.uint16), r)
-
-
-def bf16_value(bits):
-    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+from tvmd.testing.bfloat16 import bits as bf16_bits
+from tvmd.testing.bfloat16 import value as bf16_value
 
 
 SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan,

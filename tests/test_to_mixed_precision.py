@@ -10,6 +10,7 @@ from tvmd.ir.pass_manager import PassContext
 from tvmd.ir.registry import get_pass_class
 from tvmd.parser import parse_module
 from tvmd.runtime.build import build
+from tvmd.testing.bfloat16 import rounded as bf16
 
 MLP = """relay.func @main(%x: tensor<8x64xf32>) -> tensor<8x16xf32> {
   %w1 = constant dense<0.0> : tensor<32x64xf32>
@@ -43,11 +44,6 @@ def module(options=""):
             kwargs[k] = kwargs[k].split(",")
     get_pass_class("to-mixed-precision")(**kwargs).run(m, PassContext())
     return m
-
-
-def bf16(a):
-    b = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
-    return (((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
 
 
 def softmax(z):
