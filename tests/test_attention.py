@@ -14,7 +14,7 @@ from tvmd.ir.registry import get_pass_class
 from tvmd.parser import parse_module
 from tvmd.runtime.build import build
 
-PERM = {"BSNH": (0, 2, 1, 3), "BNSH": (0, 1, 2, 3)}
+PERM = {"BSNH": (0, 2, 1, 3), "BNSH": (0, 1, 2, 3), "BNHS": (0, 1, 3, 2)}
 
 
 def reference(q, k, v, bias=None, scale=None, causal="none", layout="BSNH"):
@@ -41,10 +41,11 @@ def attention_module(shapes, bias_shape, attrs, dynamic):
     sequence axes when dynamic."""
     layout = attrs.get("layout", "BSNH")
     seq = PERM[layout][2]
+    kseq = PERM[attrs.get("key_layout", layout)][2]
 
     def ty(shape, axes):
         return f"tensor<{shape_text([None if dynamic and a in axes else x for a, x in enumerate(shape)])}xf32>"
-    q, k, v = (ty(s, {seq}) for s in shapes)
+    q, k, v = (ty(s, {a}) for s, a in zip(shapes, (seq, kseq, seq)))
     out = list(shapes[0])
     out[3] = shapes[2][3]
     params = f"%q: {q}, %k: {k}, %v: {v}"
@@ -64,8 +65,9 @@ def attention_module(shapes, bias_shape, attrs, dynamic):
 @given(b=st.integers(1, 2), h=st.integers(1, 3), m=st.integers(1, 9), n=st.integers(1, 11),
        d=st.sampled_from([4, 16, 24]), dv=st.sampled_from([8, 16]), layout=st.sampled_from(["BSNH", "BNSH"]),
        causal=st.sampled_from(["none", "top_left", "bottom_right"]),
-       bias=st.sampled_from([None, "padding", "full"]), dynamic=st.booleans(), seed=st.integers(0, 99))
-def test_attention_equals_numpy(b, h, m, n, d, dv, layout, causal, bias, dynamic, seed):
+       bias=st.sampled_from([None, "padding", "full"]), dynamic=st.booleans(), key_t=st.booleans(),
+       seed=st.integers(0, 99))
+def test_attention_equals_numpy(b, h, m, n, d, dv, layout, causal, bias, dynamic, key_t, seed):
     if causal == "bottom_right":
         n = max(n, m)   # every query sees a key (a row with none is NaN on both sides)
     rng = np.random.default_rng(seed)
@@ -80,10 +82,14 @@ def test_attention_equals_numpy(b, h, m, n, d, dv, layout, causal, bias, dynamic
     attrs = {"causal_mask": causal, "layout": layout}
     if seed % 2:
         attrs["scale"] = 0.3
-    text = attention_module([q.shape, k.shape, v.shape], None if bias_arr is None else bias_arr.shape, attrs,
+    kin = k
+    if key_t:   # the key given as Kᵀ per head: (B, H, D, N)
+        attrs["key_layout"] = "BNHS"
+        kin = np.ascontiguousarray(k.transpose(PERM[layout]).transpose(0, 1, 3, 2))
+    text = attention_module([q.shape, kin.shape, v.shape], None if bias_arr is None else bias_arr.shape, attrs,
                             dynamic)
     model = build(text, fallback=False)
-    args = [q, k, v] + ([bias_arr] if bias_arr is not None else [])
+    args = [q, kin, v] + ([bias_arr] if bias_arr is not None else [])
     got = model.run(*args)
     want = reference(q, k, v, bias_arr, attrs.get("scale"), causal, layout)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
@@ -179,8 +185,10 @@ THREE_D = """relay.func @main(%q: tensor<6x5x8xf32>, %k: tensor<6x7x8xf32>, %v: 
 
 def test_gpt_form_fuses_in_place_of_the_transposes():
     out = fused(GPT)
-    assert "nn.softmax" not in out and "batch_matmul" not in out and "transpose" not in out, out
-    assert "%out = nn.attention(%q, %k, %v, %mask) {scale = 0.353553" in out, out
+    assert "nn.softmax" not in out and "batch_matmul" not in out and out.count("transpose") == 1, out
+    # q and v read in place; the key as Kᵀ per head, the form the graph gave Q·Kᵀ
+    assert "%0 = transpose(%k) {axes = [0, 2, 3, 1]}" in out, out
+    assert "%out = nn.attention(%q, %0, %v, %mask) {scale = 0.353553" in out and 'key_layout = "BNHS"' in out, out
     rng = np.random.default_rng(2)
     for m, past in ((1, 4), (5, 0), (3, 9)):
         q = rng.standard_normal((1, m, 2, 8)).astype(np.float32)
@@ -221,7 +229,7 @@ def test_a_scale_on_v_stays_on_v():
     """A factor on V scales the output, not the scores: it stays V's."""
     text = STATIC.replace("%v3 = reshape(%v)", "%v2 = multiply(%v, %c) : tensor<1x2x6x4xf32>\n  %v3 = reshape(%v2)")
     out = fused(text)
-    assert "nn.attention(%q, %k, %v2" in out and "scale = 0.5" in out, out
+    assert "transpose(%k) {axes = [0, 1, 3, 2]}" in out and "nn.attention(%q, %0, %v2" in out and "scale = 0.5" in out, out
     rng = np.random.default_rng(5)
     q, k = rng.standard_normal((1, 2, 5, 8)).astype(np.float32), rng.standard_normal((1, 2, 6, 8)).astype(np.float32)
     v = rng.standard_normal((1, 2, 6, 4)).astype(np.float32)
@@ -254,9 +262,13 @@ def test_type_errors():
         ("tensor<1x5x2x8xf32>", "tensor<1x6x2x4xf32>", "tensor<1x6x2x8xf32>", "head_dim differs"),
         ("tensor<1x5x2x8xf32>", "tensor<1x6x2x8xf32>", "tensor<1x7x2x8xf32>", "key length differs"),
         ("tensor<5x2x8xf32>", "tensor<1x6x2x8xf32>", "tensor<1x6x2x8xf32>", "expects 4-d"),
+        # a key in BNSH that the op is told is Kᵀ (B, H, D, N): its D is 6, its N 8
+        ("tensor<1x5x2x8xf32>", "tensor<1x2x6x8xf32>", "tensor<1x6x2x8xf32>", "head_dim differs", "BNHS"),
+        ("tensor<1x5x2x8xf32>", "tensor<1x6x2x8xf32>", "tensor<1x6x2x8xf32>", "key_layout must be one of", "BSHN"),
     ]
-    for q, k, v, msg in bad:
+    for q, k, v, msg, *key in bad:
+        attrs = f' {{key_layout = "{key[0]}"}}' if key else ""
         text = (f"relay.func @main(%q: {q}, %k: {k}, %v: {v}) -> tensor<1x5x2x8xf32> {{\n"
-                f"  %0 = nn.attention(%q, %k, %v) : tensor<1x5x2x8xf32>\n  return %0\n}}\n")
+                f"  %0 = nn.attention(%q, %k, %v){attrs} : tensor<1x5x2x8xf32>\n  return %0\n}}\n")
         with pytest.raises(DiagnosticError, match=msg):
             fused(text)

@@ -150,7 +150,7 @@ def _attention(op, ins, eqs, e):
     values' lengths, batches and heads agree."""
     from ...dialects.relay.ops.attention import bhsd, from_bhsd
     layout = op.attributes["layout"]
-    (b, h, m, d), (kb, kh, n, kd), (vb, vh, vn, dv) = (bhsd(layout, x) for x in ins[:3])
+    (b, h, m, d), (kb, kh, n, kd), (vb, vh, vn, dv) = (bhsd(lay, x) for lay, x in zip(op.layouts(), ins[:3]))
     _merge([d, kd], eqs)
     full = (_merge([b, kb, vb], eqs), _merge([h, kh, vh], eqs), m, _merge([n, vn], eqs))
     if len(ins) > 3:   # the bias: each '?' is the full size it stands for (never a broadcast 1)

@@ -132,7 +132,7 @@ def default_schedule(e, outputs, target="llvm"):
                                  tile_gemm)
     vu = vector_unit(target)
     if is_attention(e, outputs):
-        return attention_schedule(e, outputs, vu.lanes)
+        return attention_schedule(e, outputs, vu.lanes, vu.accumulators)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs, padded = {}, {}, {}

@@ -1,5 +1,6 @@
 """The llvm schedule of nn.attention's compute (topi_attention.py), for
-static and '?' sizes alike.
+static and '?' sizes alike: per block of ROWS queries, the keys in tiles
+of T (a whole number of vectors), each stage one tile at a time.
 
     out:         its axes (named b, h, i, c by the compute, in the layout's
                  order) ordered b, h, i, c; the queries i in blocks of ROWS;
@@ -8,24 +9,32 @@ static and '?' sizes alike.
                  inside, whose iteration then reads a static region; the
                  last block's guards split off by tir-loop-partition);
                  head_dim c split by the vector width
-    T_attn_max:  computed at the block: ROWS values; the key loop j outside
-                 the block's rows, so each key row is read once per block
-    T_attn_qk:   computed at that j: ROWS scores, each a dot product along
-                 head_dim with the llvm_vectorize pragma (W lanes, a
-                 horizontal sum)
-    T_attn_acc:  computed at the block: ROWS x (Dv + PAD) accumulators, the
-                 key loop j outside the rows and columns, the columns split
-                 by W and vectorized
-    T_attn_qk2:  computed at the accumulator's j: ROWS scores; each one's exp
-                 (the same for every column, hoisted) scales v's row j into
-                 its row of accumulators, W-wide multiply-adds
+    T_attn_max:  computed at the block: ROWS maxima over the key tiles
+    T_attn_score: computed at the key tile: scale and bias on a ROWS x T
+                 tile of T_attn_qk, vectorized (read by the max as scalars,
+                 so the sums stay whole vectors in registers)
+    T_attn_qk:   computed there too: a ROWS x T register tile of sums
+                 over head_dim, d outermost: per d, a row of Kᵀ's tile
+                 (contiguous when the key is in "BNHS", which fuse-attention
+                 gives) loaded as T / W vectors, each query's q[i, d]
+                 broadcast, ROWS x T / W multiply-adds
+    T_attn_acc:  computed at the block: ROWS x (Dv + pad) sums; per key
+                 tile, the columns in groups of two vectors, and per group
+                 the tile's keys innermost but for the rows and the group's
+                 two vectors: ROWS x 2 sums stay in registers across the
+                 tile, each p[i, j] broadcast against v's row j
+    T_attn_p:    computed at the accumulator's key tile: ROWS x T weights
+                 exp(score - max), vectorized along the keys (exp is an
+                 inline polynomial), so exp runs once per score
+    T_attn_qk2:  computed there too, the register tile of the first pass
 
-Every buffer is static (ROWS scores, maxima and rows of accumulators), so
-the '?' rules of the dynamic schedule hold and the workspace does not grow
-with the sequence.  Measured (bench/attention.py, AVX2, 2 threads, GPT-2's
-12 heads with a mask, 8 queries a block): 512 tokens 41 ms, level with the
-unfused kernels, 1024 tokens 179 ms against their 127 (4 queries a block,
-reading each key row twice as often: 239); onnxruntime 10 and 36 ms.
+T = W x (accumulators // ROWS) keys: on AVX2 (W = 8, 12 accumulators) 4
+queries x 24 keys of scores in 12 registers.  Every buffer is static
+(a block's tile of scores and weights, its maxima and rows of
+accumulators), so the '?' rules of the dynamic schedule hold and the
+workspace does not grow with the sequence; tir-loop-partition splits the
+last key tile and the last block of queries off, so the others run with
+no guard.
 """
 
 from __future__ import annotations
@@ -33,8 +42,7 @@ from __future__ import annotations
 from ...dialects.te.ops import ComputeOp
 from .topi_attention import STAGES
 
-
-ROWS = 8   # queries per block: each key and value row read once per block
+ROWS = 4   # queries per block: the rows of the score tile's registers
 
 
 def is_attention(e, outputs):
@@ -43,7 +51,7 @@ def is_attention(e, outputs):
     return len(outputs) == 1 and set(STAGES) <= names
 
 
-def attention_schedule(e, outputs, width=16):
+def attention_schedule(e, outputs, width=16, accumulators=16):
     from ...dialects.te.builder import ScheduleBuilder
     s = ScheduleBuilder(e)
     stage = {op.results[0].name: op.results[0] for op in e.block.ops if isinstance(op, ComputeOp)}
@@ -65,21 +73,48 @@ def attention_schedule(e, outputs, width=16):
         io, _ = s.split(i, factor=ROWS)
         row = s.fuse(b, h, io)
         s.parallel(row)
-    mx, acc = stage["T_attn_max"], stage["T_attn_acc"]
-    s.compute_at(mx, row)
+    tile = width * max(1, accumulators // ROWS)
+    mx, acc, p = stage["T_attn_max"], stage["T_attn_acc"], stage["T_attn_p"]
+    # pass 2's loops first: the maxima are computed at them (their reader,
+    # the weights, sits at the accumulator's key tile)
     s.compute_at(acc, row)
+    ab, h, i, c, j = s.axes(acc)
+    jo, ji = s.split(j, factor=tile)
+    group = 2 * width
+    co, ci = s.split(c, factor=group)
+    cu, cv = s.split(ci, factor=width)
+    s.reorder(ab, h, jo, co, ji, i, cu, cv)
+    s.unroll(i)
+    s.unroll(cu)
+    s.vectorize(cv)
+    _tile_stages(s, p, stage["T_attn_qk2"], jo, width)
+    # pass 1, before them: per key tile, its scores in registers, then their maxima
+    s.compute_at(mx, ab)
     b, h, i, j = s.axes(mx)
-    s.reorder(b, h, j, i)
-    s.compute_at(stage["T_attn_qk"], j)
-    _dot(s, stage["T_attn_qk"], width)
-    b, h, i, c, j = s.axes(acc)
-    co, ci = s.split(c, factor=width)
-    s.reorder(b, h, j, i, co, ci)
-    s.vectorize(ci)
-    s.compute_at(stage["T_attn_qk2"], j)
-    _dot(s, stage["T_attn_qk2"], width)
+    jo, ji = s.split(j, factor=tile)
+    s.reorder(b, h, jo, i, ji)
+    _tile_stages(s, stage["T_attn_score"], stage["T_attn_qk"], jo, width)
 
 
-def _dot(s, qk, width):
-    """The head_dim reduction of a score: W lanes of partial sums."""
-    s._op("te.pragma", [s.axes(qk)[-1]], llvm_vectorize=width)
+def _tile_stages(s, elementwise, qk, at, width):
+    """An elementwise stage over a tile of scores, computed at the key
+    tile `at` and vectorized along the keys, with its tile of Q·Kᵀ sums
+    computed at its first axis as a register tile."""
+    s.compute_at(elementwise, at)
+    first, _, _, j = s.axes(elementwise)
+    _, vec = s.split(j, factor=width)
+    s.vectorize(vec)
+    s.compute_at(qk, first)
+    _score_tile(s, qk, width)
+
+
+def _score_tile(s, qk, width):
+    """A tile of scores (attached: ROWS x T) as register sums: head_dim
+    outermost, then the rows and the tile's vectors, unrolled."""
+    b, h, i, j, d = s.axes(qk)
+    ju, jv = s.split(j, factor=width)
+    s.reorder(b, h, d, i, ju, jv)
+    s.unroll(i)
+    s.unroll(ju)
+    s.vectorize(jv)
+

@@ -1,27 +1,29 @@
-"""TE compute for nn.attention: the scores are never stored.
+"""TE compute for nn.attention: the scores are never stored whole.
 
 Indices are (b, h, i, j) for batch, head, query and key; q, k, v and the
-output are read and written through the op's layout.  Per row (b, h, i):
+output are read and written through the op's layouts (the key's may be
+its own: "BNHS", Kᵀ per head, is what the llvm schedule wants).  Per
+row (b, h, i):
 
-    T_attn_qk[b,h,i,j]   = sum_d q[b,h,i,d] * k[b,h,j,d]                        (twice: a stage
-    T_attn_qk2[b,h,i,j]    a copy of the same, for the second pass               per pass)
+    T_attn_qk[b,h,i,j]   = sum_d q[b,h,i,d] * k[b,h,j,d]             (twice: a stage per pass)
+    T_attn_qk2[b,h,i,j]    the same, for the second pass
     s(i, j)              = T_attn_qk * scale + bias[b,h,i,j], or -inf where the causal mask hides j
     T_attn_max[b,h,i]    = max_j s(i, j)
-    T_attn_acc[b,h,i,c]  = sum_j exp(s(i, j) - T_attn_max[b,h,i]) * (v[b,h,j,c] if c < Dv else 1)
-                                                                                   (c < Dv + PAD)
+    T_attn_p[b,h,i,j]    = exp(s(i, j) - T_attn_max[b,h,i])          (from T_attn_qk2)
+    T_attn_acc[b,h,i,c]  = sum_j T_attn_p[b,h,i,j] * (v[b,h,j,c] if c < Dv else 1)
+                                                                      (c < Dv + pad)
     out[b,h,i,c]         = T_attn_acc[b,h,i,c] * (1 / T_attn_acc[b,h,i,Dv])
 
 The accumulator's extra columns hold the softmax's denominator (the
 products with a column of ones), so one pass over the keys gives both the
-weighted sum of v and the sum of the weights; PAD columns (a vector's
-width) keep its row a whole number of vectors.  The schedule
-(schedules_attention.py) computes the max and the accumulator at each row,
-and each score at the key loop of its pass, so the M x N scores exist one
-at a time: the workspace is a row of Dv + PAD floats per thread.  That is
-a two-pass softmax rather than FlashAttention's online one (a running
+weighted sum of v and the sum of the weights; the pad rounds Dv + 1 up to
+a multiple of 16 columns, whole vectors.  The schedule
+(schedules_attention.py) takes the keys in tiles and computes each stage
+one tile of scores at a time, so no M x N buffer exists.  That is a
+two-pass softmax rather than FlashAttention's online one (a running
 maximum that rescales the accumulator), which a TE reduction cannot carry:
 its state would be the maximum, the sum and a Dv-vector, updated together.
-The price is q . k computed twice per score.
+The price is Q·Kᵀ computed twice.
 """
 
 from __future__ import annotations
@@ -31,8 +33,7 @@ from ...dialects.te.builder import compute
 from ...ir import types as T
 from .registry import as_tensor, operand_dims, out_type, stage_name, static_first, strategy
 
-PAD = 16   # extra accumulator columns: the denominator, a vector wide
-STAGES = ("T_attn_qk", "T_attn_qk2", "T_attn_max", "T_attn_acc")
+STAGES = ("T_attn_qk", "T_attn_qk2", "T_attn_score", "T_attn_max", "T_attn_p", "T_attn_acc")
 
 
 def _type(dims, et):
@@ -47,11 +48,11 @@ def _sizes(dims):
 def attention(e, op, args):
     t = out_type(op)
     et = t.element_type
-    layout = op.attributes["layout"]
+    layout, klayout, _ = op.layouts()
     q, k, v = (as_tensor(e, a, n) for a, n in zip(args[:3], ("query", "key", "value")))
     bias = as_tensor(e, args[3], "bias") if len(args) > 3 else None
-    (qb, qh, m, qd), (kb, kh, n, kd), (_, _, vn, dv) = (bhsd(layout, operand_dims(e, i, a))
-                                                         for i, a in enumerate((q, k, v)))
+    (qb, qh, m, qd), (kb, kh, n, kd), (_, _, vn, dv) = (bhsd(lay, operand_dims(e, i, a))
+                                                         for i, (lay, a) in enumerate(zip(op.layouts(), (q, k, v))))
     b, h, d, n = static_first(qb, kb), static_first(qh, kh), static_first(qd, kd), static_first(n, vn)
     if type(dv) is not int:
         raise NotImplementedError("the value's head_dim must be static")
@@ -61,12 +62,13 @@ def attention(e, op, args):
         raise NotImplementedError("a '?' head_dim needs the scale attribute")
     causal = op.attributes["causal_mask"]
 
-    def at(x, bi, hi, si, di):
-        return e.read(x, list(from_bhsd(layout, bi, hi, si, di)))
+    def at(x, lay, bi, hi, si, di):
+        return e.read(x, list(from_bhsd(lay, bi, hi, si, di)))
 
     def qk(name):
         return compute(e, _type((b, h, m, n), et),
-                       lambda e, bi, hi, i, j, r: e.binary("mul", at(q, bi, hi, i, r), at(k, bi, hi, j, r)),
+                       lambda e, bi, hi, i, j, r: e.binary("mul", at(q, layout, bi, hi, i, r),
+                                                           at(k, klayout, bi, hi, j, r)),
                        reduce=[("d", d)], reducer="sum", names=["b", "h", "i", "j"], name=name,
                        sizes=_sizes((b, h, m, n)))
     s1, s2 = qk("T_attn_qk"), qk("T_attn_qk2")
@@ -79,26 +81,36 @@ def attention(e, op, args):
             lim = i if causal == "top_left" else e.add(i, e.sub(n, m))
             x = e.select(e.cmp("le", j, lim), x, e.const(float("-inf"), et))
         return x
-    mx = compute(e, _type((b, h, m), et), lambda e, bi, hi, i, j: score(e, s1, bi, hi, i, j),
+    sc = compute(e, _type((b, h, m, n), et), lambda e, bi, hi, i, j: score(e, s1, bi, hi, i, j),
+                 names=["b", "h", "i", "j"], name="T_attn_score", sizes=_sizes((b, h, m, n)))
+    mx = compute(e, _type((b, h, m), et), lambda e, bi, hi, i, j: e.read(sc, [bi, hi, i, j]),
                  reduce=[("j", n)], reducer="max", names=["b", "h", "i"], name="T_attn_max",
                  sizes=_sizes((b, h, m)))
+    p = compute(e, _type((b, h, m, n), et),
+                lambda e, bi, hi, i, j: e.intrin("exp", e.binary("sub", score(e, s2, bi, hi, i, j),
+                                                                 e.read(mx, [bi, hi, i]))),
+                names=["b", "h", "i", "j"], name="T_attn_p", sizes=_sizes((b, h, m, n)))
 
     def weighted(e, bi, hi, i, c, j):
-        # exp(s - max) does not depend on c: hoisted out of the column loop
-        p = e.intrin("exp", e.binary("sub", score(e, s2, bi, hi, i, j), e.read(mx, [bi, hi, i])))
         inside = e.cmp("lt", c, dv)
-        vv = e.read(v, list(from_bhsd(layout, bi, hi, j, e.select(inside, c, e.const(0)))), guard=inside,
+        vv = e.read(v, list(from_bhsd(layout, bi, hi, j, c)), guard=inside,
                     else_value=1.0)
-        return e.binary("mul", p, vv)
-    acc = compute(e, _type((b, h, m, dv + PAD), et), weighted, reduce=[("j", n)], reducer="sum",
+        return e.binary("mul", e.read(p, [bi, hi, i, j]), vv)
+    acc = compute(e, _type((b, h, m, accumulator_columns(dv)), et), weighted, reduce=[("j", n)], reducer="sum",
                   names=["b", "h", "i", "c"], name="T_attn_acc", sizes=_sizes((b, h, m)))
 
     def body(e, *idx):
         bi, hi, i, c = bhsd(layout, idx)
-        rcp = e.binary("div", e.const(1.0, et), e.read(acc, [bi, hi, i, dv]))
+        rcp = e.binary("div", e.const(1.0, et), e.read(acc, [bi, hi, i, accumulator_columns(dv) - 1]))
         return e.binary("mul", e.read(acc, [bi, hi, i, c]), rcp)
     # the output's axes are named b, h, i, c in the layout's order: the schedule reads them
     return compute(e, t, body, names=list(from_bhsd(layout, "b", "h", "i", "c")), name=stage_name(op, "T_attention"))
+
+
+def accumulator_columns(dv):
+    """Dv and the denominator's columns: Dv + 1 rounded up to a multiple of
+    8, an AVX2 vector (every column past Dv holds the denominator)."""
+    return (dv + 8) // 8 * 8
 
 
 def _bias_index(e, bias, idx):

@@ -2,9 +2,13 @@
 
     %o = nn.attention(%q, %k, %v) {scale = 0.125} : tensor<1x7x12x64xf32>
     %o = nn.attention(%q, %k, %v, %bias) {causal_mask = "bottom_right", layout = "BNSH"} : ...
+    %o = nn.attention(%q, %kt, %v) {key_layout = "BNHS"} : ...
 
         layout = "BSNH" (default)  q: (B, M, H, D)  k: (B, N, H, D)  v: (B, N, H, Dv)  out: (B, M, H, Dv)
                  "BNSH"            q: (B, H, M, D)  k: (B, H, N, D)  v: (B, H, N, Dv)  out: (B, H, M, Dv)
+        key_layout (optional)      the key's own layout, one of the above or
+                                   "BNHS": k as (B, H, D, N), Kᵀ per head (what exporters
+                                   feed Q·Kᵀ, and what the llvm kernel reads along the keys)
         scale (optional)           the factor on q . k; absent: 1 / sqrt(D)
         causal_mask = "none" | "top_left" | "bottom_right"
                                    query i sees key j iff j <= i ("top_left") or
@@ -33,18 +37,19 @@ from .util import dims_match
 np = lazy_module("numpy")
 
 LAYOUTS = {"BSNH": (0, 2, 1, 3), "BNSH": (0, 1, 2, 3)}   # layout -> the axes (B, H, S, D) sit at
+KEY_LAYOUTS = dict(LAYOUTS, BNHS=(0, 1, 3, 2))
 CAUSAL = ("none", "top_left", "bottom_right")
 
 
 def bhsd(layout, shape):
-    """(B, H, S, D) of a 4-d shape in `layout`."""
-    return tuple(shape[a] for a in LAYOUTS[layout])
+    """(B, H, S, D) of a 4-d shape in `layout` (a key layout too)."""
+    return tuple(shape[a] for a in KEY_LAYOUTS[layout])
 
 
 def from_bhsd(layout, b, h, s, d):
-    """The 4-d shape in `layout` of (B, H, S, D)."""
+    """The 4-d shape in `layout` (a key layout too) of (B, H, S, D)."""
     out = [None] * 4
-    for v, a in zip((b, h, s, d), LAYOUTS[layout]):
+    for v, a in zip((b, h, s, d), KEY_LAYOUTS[layout]):
         out[a] = v
     return tuple(out)
 
@@ -63,12 +68,17 @@ class AttentionOp(RelayOp):
     name = "relay.nn.attention"
     OPERANDS = ("query", "key", "value", "*bias")
     ATTRS = {"scale": Attr(optional(FLOAT), None), "causal_mask": Attr(enum(*CAUSAL), "none"),
-             "layout": Attr(STR, "BSNH")}
+             "layout": Attr(STR, "BSNH"), "key_layout": Attr(optional(STR), None)}
     PATTERN = OpPattern.OPAQUE
 
     def head_dims(self, q):
         """(B, H, M, D) of the query type `q`."""
         return bhsd(self.attributes["layout"], q.shape)
+
+    def layouts(self):
+        """The layouts of q, k and v."""
+        layout = self.attributes["layout"]
+        return layout, self.attributes.get("key_layout") or layout, layout
 
     def scale_value(self, d):
         s = self.attributes.get("scale")
@@ -83,11 +93,15 @@ class AttentionOp(RelayOp):
         layout = self.attributes["layout"]
         if layout not in LAYOUTS:
             raise self.error(f"layout must be one of {', '.join(LAYOUTS)}, got \"{layout}\"")
+        klayout = self.layouts()[1]
+        if klayout not in KEY_LAYOUTS:
+            raise self.error(f"key_layout must be one of {', '.join(KEY_LAYOUTS)}, got \"{klayout}\"")
         if len(bias) > 1:
             raise self.error(f"expects at most one bias operand, got {len(bias)}")
         if q.rank != 4 or k.rank != 4 or v.rank != 4:
             raise self.error(f"expects 4-d query, key and value ({layout}), got {q}, {k} and {v}")
-        (b, h, m, d), (bk, hk, n, dk), (bv, hv, nv, dv) = (bhsd(layout, t.shape) for t in (q, k, v))
+        (b, h, m, d), (bk, hk, n, dk), (bv, hv, nv, dv) = (bhsd(lay, t.shape)
+                                                           for lay, t in zip(self.layouts(), (q, k, v)))
         for what, x, y in (("batch", b, bk), ("batch", b, bv), ("heads", h, hk), ("heads", h, hv),
                            ("head_dim", d, dk), ("key length", n, nv)):
             if not dims_match(x, y):
@@ -109,7 +123,8 @@ class AttentionOp(RelayOp):
     def compute(self, q, k, v, *bias):
         """The reference: float64 scores, the softmax over the keys, the product."""
         perm = LAYOUTS[self.attributes["layout"]]
-        qh, kh, vh = (x.astype(np.float64).transpose(perm) for x in (q, k, v))
+        qh, kh, vh = (x.astype(np.float64).transpose(KEY_LAYOUTS[lay])
+                      for lay, x in zip(self.layouts(), (q, k, v)))
         m, n = qh.shape[2], kh.shape[2]
         s = np.matmul(qh, kh.transpose(0, 1, 3, 2)) * self.scale_value(qh.shape[3])
         if bias:

@@ -19,7 +19,9 @@ Each 4-d operand may come through ``transpose`` ops and a scalar
 ``multiply`` (a scale on Q or K); the transposes compose, and an operand
 that ends up in BSNH (batch, seq, heads, dim) or BNSH order is read in
 place: nn.attention takes the layout all three share (else a transpose to
-BNSH is inserted for the odd one out).  A ``transpose(out, [0, 2, 1, 3])``
+BNSH is inserted for the odd one out), and the key as Kᵀ per head
+(key_layout "BNHS", the order exporters feed Q·Kᵀ: the transpose that
+made it, or a new one, is what the kernel reads contiguously along the keys).  A ``transpose(out, [0, 2, 1, 3])``
 after a BSNH attention is the op's own result.  The scale is the product of
 the constants met (1 when none).  The scores, P and the products must have
 no other users; Q, K, V and the mask are untouched.  Anything else (a
@@ -36,7 +38,7 @@ from ..ops.base import RelayOp
 from .dce import erase_dead
 from .simplify_inference import Emitter
 
-BNSH, BSNH = (0, 1, 2, 3), (0, 2, 1, 3)
+BNSH, BSNH, BNHS = (0, 1, 2, 3), (0, 2, 1, 3), (0, 1, 3, 2)
 MASK_FILL = -1e30   # a where-mask's fill at or below this is -inf to within f32 rounding
 
 
@@ -251,8 +253,13 @@ def _rewrite(sm):
         # transpose(base, c) is in `layout` where the BNSH view is transpose(base, perm): c = perm o want
         args = [base if lay == layout else e.op("transpose", base, axes=[perm[w] for w in want])
                 for base, lay, perm in ops]
+        # the key as Kᵀ per head, what Q·Kᵀ reads along the keys
+        kbase, _, kperm = ops[1]
+        kaxes = [kperm[w] for w in BNHS]
+        args[1] = kbase if kaxes == list(BNSH) else e.op("transpose", kbase, axes=kaxes)
         bias = _bias(e, m, p)
-        a = e.op("nn.attention", *args, *([bias] if bias is not None else []), scale=m.scale, layout=layout)
+        a = e.op("nn.attention", *args, *([bias] if bias is not None else []), scale=m.scale, layout=layout,
+                 key_layout="BNHS")
         if qv is None:
             r = e.op("squeeze", a, axis=[0])
         elif layout == "BSNH":
