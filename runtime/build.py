@@ -172,7 +172,7 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=()):
     names = list(PRESETS[f"O{opt_level}"])
     if opt_level >= 3 and str(target).split()[0] == "llvm":
         at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
-        names.insert(at, "alter-op-layout")
+        names.insert(at, f"alter-op-layout{{target='{target}'}}" if str(target) != "llvm" else "alter-op-layout")
         if LLVM_CONV_LAYOUT:
             names[at:at] = [f"convert-layout{{nn.conv2d={LLVM_CONV_LAYOUT}}}", "fold-constant"]
     unknown = set(disabled_passes) - set(PASSES)

@@ -53,7 +53,7 @@ from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from .. import abi
 from ..names import comment_text, llvm_symbols
-from .intrinsics import LLVM_INTRINSIC, emit_intrinsic, intrinsic
+from .intrinsics import LLVM_INTRINSIC, emit_intrinsic, intrinsic, vpdpbusd
 from .irutil import I32, I64, PTR, VOID, BFloatType, alloca, c64, declare, loop_metadata
 from .parallel import WORKER_TYPE, free_values, parallel_for
 
@@ -131,7 +131,8 @@ def _vectorizable(loop) -> bool:
 class ModuleCodegen:
     """Builds one llvmlite module from any number of tir.funcs."""
 
-    def __init__(self, name="tvmd", triple=None, data_layout=None):
+    def __init__(self, name="tvmd", triple=None, data_layout=None, vnni_lanes=()):
+        self.vnni_lanes = tuple(sorted(vnni_lanes, reverse=True))   # vpdpbusd widths the CPU has
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
@@ -268,10 +269,38 @@ class FuncCodegen:
             val = float(val)
         self.values[op.results[0]] = ir.Constant(lt, val)
 
+    def vnni_width(self, t):
+        """The vpdpbusd width (i32 lanes) that computes a dot4_u8s8 of tir
+        type t in whole pieces (a power of two of them), or None: a
+        scalar, or a CPU without VNNI."""
+        if not isinstance(t, T.VectorType) or t.element_type is not T.i32:
+            return None
+        n = t.shape[0]
+        return next((w for w in self.mod.vnni_lanes if n % w == 0 and (n // w) & (n // w - 1) == 0), None)
+
+    def fused_dot(self, op):
+        """The operand pair (acc, dot) when `op` is ``addi(acc,
+        dot4_u8s8(a, b))`` (either order) whose dot has no other use and
+        vpdpbusd computes: the add is the instruction's accumulator."""
+        if type(op) is not A.AddIOp or self.vnni_width(op.results[0].type) is None:
+            return None
+        for k in (0, 1):
+            d = op.operands[k].defining_op()
+            if isinstance(d, tir.IntrinOp) and d.attributes["intrin"] == "dot4_u8s8" and \
+                    op.operands[k].has_one_use():
+                return op.operands[1 - k], d
+        return None
+
     def arith(self, op):
         b = self.b
         cls = type(op)
         r = op.results[0]
+        fused = self.fused_dot(op)
+        if fused is not None:
+            acc, dot = fused
+            self.values[r] = vpdpbusd(self.m, b, self.v(acc), *(self.v(x) for x in dot.operands),
+                                      self.vnni_width(r.type))
+            return
         args = [self.v(x) for x in op.operands]
         rt = r.type
         if cls in _BF16_PROMOTED and any(T.element_type(x.type) is T.bf16 for x in op.operands):
@@ -622,6 +651,9 @@ class FuncCodegen:
                     self.block(op.else_block)
 
     def op_tir_intrin(self, op):
+        users = op.results[0].users
+        if len(users) == 1 and isinstance(users[0], A.ArithOp) and self.fused_dot(users[0]) is not None:
+            return   # its add emits vpdpbusd
         args = [self.v(x) for x in op.operands]
         self.values[op.results[0]] = emit_intrinsic(self.m, self.b, op.attributes["intrin"], args)
 
@@ -662,10 +694,11 @@ _HANDLERS = {
 }
 
 
-def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd"):
+def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd", vnni_lanes=()):
     """An llvmlite ir.Module for `funcs` (tir.func ops); with `manifest`, the
-    JSON signature table an object file needs to be loaded back."""
-    cg = ModuleCodegen(name, triple, data_layout)
+    JSON signature table an object file needs to be loaded back.
+    `vnni_lanes`: the vpdpbusd widths the target CPU has (VectorUnit)."""
+    cg = ModuleCodegen(name, triple, data_layout, vnni_lanes)
     for f in funcs:
         cg.add_func(f)
     if manifest:

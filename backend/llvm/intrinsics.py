@@ -125,9 +125,55 @@ def exp_f32(module, builder, x):
     return b.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
+def dot4_u8s8(builder, a, b):
+    """tir's dot4_u8s8 in plain integer arithmetic (any CPU): per byte i,
+    (a >> 8i) & 255 times b's byte sign-extended (shifted to the top, then
+    arithmetically back down), the four products summed."""
+    t = a.type
+    total = None
+    for i in range(4):
+        au = builder.and_(builder.lshr(a, _splat(t, 8 * i)), _splat(t, 255))
+        bs = builder.ashr(builder.shl(b, _splat(t, 24 - 8 * i)), _splat(t, 24))
+        p = builder.mul(au, bs)
+        total = p if total is None else builder.add(total, p)
+    return total
+
+
+# vpdpbusd (AVX512-VNNI; the 256- and 128-bit forms with AVX512VL, or AVX-VNNI,
+# which LLVM selects from the same intrinsics) per vector of i32 lanes
+VPDPBUSD = {16: "llvm.x86.avx512.vpdpbusd.512", 8: "llvm.x86.avx512.vpdpbusd.256",
+            4: "llvm.x86.avx512.vpdpbusd.128"}
+
+
+def vpdpbusd(module, builder, acc, a, b, lanes):
+    """acc + dot4_u8s8(a, b) (vectors of i32) through vpdpbusd on pieces
+    of `lanes` (a width VPDPBUSD has that divides the vectors'), the
+    pieces put back together."""
+    n = acc.type.count
+    piece = ir.VectorType(ir.IntType(32), lanes)
+    fn = declare(module, VPDPBUSD[lanes], piece, [piece] * 3)
+
+    def part(v, k):
+        if n == lanes:
+            return v
+        return builder.shuffle_vector(v, ir.Constant(v.type, None),
+                                      ir.Constant(ir.VectorType(ir.IntType(32), lanes), list(range(k, k + lanes))))
+    parts = [builder.call(fn, [part(acc, k), part(a, k), part(b, k)]) for k in range(0, n, lanes)]
+    while len(parts) > 1:   # concatenate pairwise: shufflevector joins two of one type
+        joined = []
+        for x, y in zip(parts[::2], parts[1::2]):
+            w = x.type.count
+            mask = ir.Constant(ir.VectorType(ir.IntType(32), 2 * w), list(range(2 * w)))
+            joined.append(builder.shuffle_vector(x, y, mask))
+        parts = joined
+    return parts[0]
+
+
 def emit_intrinsic(module, builder, name, args):
     """The value of ``tir.intrin name(args)`` (args are LLVM values of one type)."""
     t = args[0].type
+    if name == "dot4_u8s8":
+        return dot4_u8s8(builder, *args)
     if name == "exp" and _is_f32(t):
         return exp_f32(module, builder, args[0])
     base = LLVM_INTRINSIC.get(name)

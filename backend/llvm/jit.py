@@ -66,7 +66,8 @@ def lower(module_op, target=None, opt_level: int = 3, manifest: bool = False, ji
     llvm = init_llvm(native_only=t.triple is None)
     tm = t.target_machine(opt_level, jit=jit)
     funcs = tir_funcs(module_op)
-    irmod, sigs = generate(funcs, triple=tm.triple, data_layout=str(tm.target_data), manifest=manifest)
+    irmod, sigs = generate(funcs, triple=tm.triple, data_layout=str(tm.target_data), manifest=manifest,
+                           vnni_lanes=t.vector_unit().vnni_lanes)
     text = str(irmod)
     try:
         llmod = llvm.parse_assembly(text)

@@ -154,9 +154,12 @@ class LLVMTarget:
 
 @dataclass(frozen=True)
 class VectorUnit:
-    """A CPU's vector registers: `bits` wide, `registers` of them."""
+    """A CPU's vector registers: `bits` wide, `registers` of them; and the
+    widths (i32 lanes, widest first) of its u8 x s8 dot product vpdpbusd
+    (AVX512-VNNI, AVX-VNNI), none without one."""
     bits: int
     registers: int
+    vnni_lanes: tuple = ()
 
     @property
     def lanes(self) -> int:
@@ -185,6 +188,12 @@ class VectorUnit:
 _AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake", "tigerlake",
                 "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids", "diamondrapids",
                 "knl", "knm", "znver4", "znver5", "x86-64-v4")
+# CPUs with vpdpbusd: AVX512-VNNI (every one of them has AVX512VL, so all
+# three widths), or AVX-VNNI alone (256 and 128 bits)
+_AVX512_VNNI_CPUS = ("cascadelake", "cooperlake", "icelake", "tigerlake", "rocketlake", "sapphirerapids",
+                     "emeraldrapids", "graniterapids", "diamondrapids", "znver4", "znver5")
+_AVX_VNNI_CPUS = ("alderlake", "raptorlake", "meteorlake", "arrowlake", "lunarlake", "gracemont",
+                  "sierraforest", "grandridge", "clearwaterforest")
 _AVX_CPUS = ("sandybridge", "ivybridge", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
              "meteorlake", "arrowlake", "lunarlake", "gracemont", "znver1", "znver2", "znver3",
              "bdver", "btver2", "x86-64-v3")
@@ -200,10 +209,17 @@ def vector_unit(triple: str, cpu: str, features: str) -> VectorUnit:
         return VectorUnit(128, 16)
     flags = {f[1:]: f[0] == "+" for f in features.split(",") if f[:1] in "+-" and len(f) > 1}
     regs = 16 if arch == "x86_64" else 8
-    if flags.get("avx512f", cpu.startswith(_AVX512_CPUS)):
-        return VectorUnit(512, 32 if arch == "x86_64" else 8)
+    avx512 = flags.get("avx512f", cpu.startswith(_AVX512_CPUS))
+    if avx512 and flags.get("avx512vnni", cpu.startswith(_AVX512_VNNI_CPUS)):
+        vnni = (16, 8, 4) if flags.get("avx512vl", True) else (16,)
+    elif flags.get("avxvnni", cpu.startswith(_AVX_VNNI_CPUS)):
+        vnni = (8, 4)
+    else:
+        vnni = ()
+    if avx512:
+        return VectorUnit(512, 32 if arch == "x86_64" else 8, vnni)
     if flags.get("avx", cpu.startswith(_AVX512_CPUS + _AVX_CPUS)):
-        return VectorUnit(256, regs)
+        return VectorUnit(256, regs, vnni)
     return VectorUnit(128, regs)
 
 

@@ -129,9 +129,12 @@ def _matmul(op, ins, eqs, e):
 
 
 def _dense_pack(op, ins, eqs, e):
-    """x [.., K] by a weight packed [N / n, K, n]: the rows, then N (static)."""
+    """x [.., K] by a weight packed [N / n, K, n] (or K / 4 words, static):
+    the rows, then N (static)."""
+    from ...dialects.relay.ops.nn import packs_words
     x, w = ins
-    _unify(x[-1], w[1], eqs)
+    if not packs_words(op.attributes["weight_layout"]):
+        _unify(x[-1], w[1], eqs)
     return x[:-1] + (op.results[0].type.shape[-1],)
 
 

@@ -79,7 +79,7 @@ def gemm_plan(c, deps, vu):
     target's vector registers, which size the tile (gemm_tile)."""
     if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2:
         return None
-    if not isinstance(c.tensor_type.element_type, T.FloatType):
+    if not isinstance(c.tensor_type.element_type, T.FloatType) and not word_products(c):
         return None
     shape = c.tensor_type.shape
     rank = c.rank
@@ -109,6 +109,16 @@ def gemm_plan(c, deps, vu):
             return None
         return (ra, rb, pack) + tile
     return None
+
+
+def word_products(c):
+    """Whether reduction `c` sums dot4_u8s8 of two words (an int8 dense
+    packed "NC{n}n4c"): the GEMM whose multiply-add is vpdpbusd, on i32
+    lanes as many as f32's."""
+    from ...dialects.te.ops import IntrinOp
+    last = c.body.terminator
+    y = last.operands[0].defining_op() if last is not None and last.operands else None
+    return isinstance(y, IntrinOp) and y.attributes["intrin"] == "dot4_u8s8"
 
 
 # A packed weight this large is read from memory, not from cache, on every
@@ -405,7 +415,7 @@ def pad_gemm(e, c, deps, vu):
     schedules do better there)."""
     if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2:
         return None
-    if not isinstance(c.tensor_type.element_type, T.FloatType):
+    if not isinstance(c.tensor_type.element_type, T.FloatType) and not word_products(c):
         return None
     rank, shape = c.rank, c.tensor_type.shape
     m, n = shape[-2], shape[-1]

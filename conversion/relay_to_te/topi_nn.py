@@ -64,21 +64,54 @@ def dense(e, op, args):
 @strategy("nn.contrib_dense_pack")
 def dense_pack(e, op, args):
     """C[.., j] = sum_k x[.., k] * wp[j / n, k, j % n]: the read a GEMM's
-    packed B is (schedules_gemm.packed_width)."""
-    from ...dialects.relay.ops.nn import packed_width
+    packed B is (schedules_gemm.packed_width).  Packed "NC{n}n4c" (i32
+    words of four i8 weights), a stage makes words of the data's bytes
+    and C[.., j] = sum_kw dot4_u8s8(words[.., kw], wp[j / n, kw, j % n]):
+    the same GEMM over K / 4, whose multiply-add is vpdpbusd."""
+    from ...dialects.relay.ops.nn import packed_width, packs_words
     t = out_type(op)
     x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
     k, n = x.type.shape[-1], packed_width(op.attributes["weight_layout"])
     ot = t.element_type
+    names = (["i"] if t.rank == 2 else [f"i{d}" for d in range(t.rank - 1)]) + ["j"]
+    if packs_words(op.attributes["weight_layout"]):
+        words = data_words(e, x)
+
+        def dot(e, *idx):
+            *i, j, r = idx
+            b = e.read(w, [e.floordiv(j, n), r, e.floormod(j, n)])
+            return e.intrin("dot4_u8s8", e.read(words, list(i) + [r]), b)
+        return compute(e, t, dot, reduce=[("k", k // 4)], reducer="sum", names=names,
+                       name=stage_name(op, "T_dense_pack"))
 
     def body(e, *idx):
         *i, j, r = idx
         a = e.cast(e.read(x, list(i) + [r]), ot)
         b = e.cast(e.read(w, [e.floordiv(j, n), r, e.floormod(j, n)]), ot)
         return e.binary("mul", a, b)
-    names = (["i"] if t.rank == 2 else [f"i{d}" for d in range(t.rank - 1)]) + ["j"]
     return compute(e, t, body, reduce=[("k", k)], reducer="sum", names=names,
                    name=stage_name(op, "T_dense_pack"))
+
+
+def data_words(e, x):
+    """words[.., kw] = x[.., 4kw] | x[.., 4kw + 1] << 8 | .. << 24 (i32): the
+    uint8 data as the little-endian words it is in memory, which the
+    schedule inlines and LLVM loads as one (a stage of its own only to
+    give the product two reads, a GEMM's)."""
+    *lead, k = x.type.shape
+    i32 = T.i32
+
+    def body(e, *idx):
+        *i, kw = idx
+        word = None
+        for b in range(4):
+            v = e.cast(e.read(x, list(i) + [e.add(e.mul(kw, 4), b)]), i32)
+            if b:
+                v = e.op("arith.shli", [v, e.const(8 * b, i32)], [i32])
+            word = v if word is None else e.op("arith.ori", [word, v], [i32])
+        return word
+    names = [f"i{d}" for d in range(len(lead))] + ["kw"]
+    return compute(e, T.TensorType(tuple(lead) + (k // 4,), i32), body, names=names, name="T_dense_words")
 
 
 # -- convolutions ----------------------------------------------------------------------------

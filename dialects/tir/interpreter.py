@@ -92,6 +92,16 @@ def _fma(a, b, c):
     return (np.asarray(a, wide) * np.asarray(b, wide) + np.asarray(c, wide)).astype(dt)
 
 
+def dot4_u8s8(a, b):
+    """tir.ops.INT_INTRINSICS: the four byte products of words a (unsigned
+    bytes) and b (signed), summed in int64 (at most 4 * 255 * 128)."""
+    a, b = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
+    total = np.zeros(np.broadcast(a, b).shape, np.int64)
+    for i in range(4):
+        total += ((a >> 8 * i) & 255) * ((((b >> 8 * i) & 255) ^ 128) - 128)
+    return total
+
+
 # name -> numpy implementation (dtype preserving; the caster rounds back)
 INTRINSIC_IMPLS = {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "tanh": np.tanh,
@@ -99,7 +109,7 @@ INTRINSIC_IMPLS = {
     "round": np.rint, "trunc": np.trunc, "sin": np.sin, "cos": np.cos, "pow": np.power, "fma": _fma,
     "log2": np.log2, "log10": np.log10, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh,
-    "atanh": np.arctanh,
+    "atanh": np.arctanh, "dot4_u8s8": dot4_u8s8,
 }
 
 

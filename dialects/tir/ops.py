@@ -23,7 +23,9 @@
 * ``tir.alloc``: a buffer living until the end of its block; its scope
   (``memref<..., "shared">``) says where.
 * ``tir.if %cond { ... } else { ... }``, ``tir.intrin "exp"(%x) : f32``
-  (math functions), ``tir.barrier`` (``__syncthreads``).
+  (math functions; ``"dot4_u8s8"(%a, %b) : i32``, the sum of the products
+  of a's four bytes as unsigned and b's as signed, what x86's vpdpbusd
+  adds per lane), ``tir.barrier`` (``__syncthreads``).
 """
 
 from __future__ import annotations
@@ -333,17 +335,24 @@ INTRINSICS = {
     "asinh": 1, "acosh": 1, "atanh": 1,
 }
 
+# integer intrinsics, on i32 (or i32 vectors): name -> arity.  dot4_u8s8(a, b):
+# sum over bytes i < 4 of u8(a >> 8i) * s8(b >> 8i) (words little-endian), a
+# lane of vpdpbusd (x86 VNNI) without its accumulator; LLVM's codegen folds
+# the add that takes it into the instruction's accumulator
+INT_INTRINSICS = {"dot4_u8s8": 2}
+
 
 class IntrinOpBase(Operation):
     """``<name> "exp"(%x) : f32``: a math function on floats (or float
-    vectors); te.intrin shares the checks and the form."""
+    vectors), or one of INT_INTRINSICS on i32; te.intrin shares the checks
+    and the form."""
 
     __slots__ = ()
     OPERANDS = ("*args",)
     RESULTS = ("result",)
     ATTRS = {"intrin": Attr(STR)}
     traits = frozenset({PURE})
-    KNOWN = INTRINSICS
+    KNOWN = {**INTRINSICS, **INT_INTRINSICS}
 
     def verify_(self):
         name = self.attributes["intrin"]
@@ -353,7 +362,10 @@ class IntrinOpBase(Operation):
         if len(self.operands) != arity:
             raise self.error(f"'{name}' takes {arity} argument(s), got {len(self.operands)}")
         t = self.results[0].type
-        if not T.is_float(T.element_type(t)):
+        if name in INT_INTRINSICS:
+            if T.element_type(t) is not T.i32:
+                raise self.error(f"'{name}' computes on i32 words, got {t}")
+        elif not T.is_float(T.element_type(t)):
             raise self.error(f"'{name}' computes on floats, got {t}")
         for v in self.operands:
             if v.type is not t:

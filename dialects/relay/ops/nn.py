@@ -6,6 +6,9 @@
         units, out_dtype, transpose_a = false, transpose_b = false     b: (K, N) or (N, K) with transpose_b
     %m = nn.contrib_dense_pack(%x, %wp) {weight_layout = "NC32n"}   x: (..., K), wp: (N / n, K, n), the
         units, out_dtype, weight_layout ("NC{n}n")      weight packed in panels of n output columns
+    %m = nn.contrib_dense_pack(%x, %wp) {weight_layout = "NC32n4c", out_dtype = "int32"}
+                                                      x: (..., K) ui8, wp: (N / n, K / 4, n) i32, each
+                                                      word four i8 weights of consecutive k (VNNI)
     %m = nn.batch_matmul(%x, %y)                      x: (B, M, K), y: (B, N, K); a batch of 1 broadcasts
         out_dtype, transpose_a = false, transpose_b = true (TVM's defaults)
     %b = nn.bias_add(%d, %bias) {axis = 1}            bias: 1-d, the size of data's axis
@@ -109,17 +112,34 @@ class MatmulOp(RelayOp):
 
 
 def packed_width(layout):
-    """n of a packed dense weight layout "NC{n}n" (None: not one)."""
+    """n of a packed dense weight layout "NC{n}n" or "NC{n}n4c" (None: not one)."""
     import re
-    m = re.fullmatch(r"NC([1-9][0-9]*)n", layout)
+    m = re.fullmatch(r"NC([1-9][0-9]*)n(4c)?", layout)
     return int(m.group(1)) if m else None
+
+
+def packs_words(layout):
+    """Whether packed layout `layout` holds i32 words of four i8 weights ("NC{n}n4c")."""
+    return layout.endswith("n4c")
+
+
+def unpack_words(wp):
+    """The N x K int8 weight of words packed "NC{n}n4c" (wp: N / n, K / 4, n)."""
+    nb, kw, n = wp.shape
+    b = np.ascontiguousarray(wp, "<i4").view(np.int8).reshape(nb, kw, n, 4)
+    return b.transpose(0, 2, 1, 3).reshape(nb * n, kw * 4)
 
 
 class DensePackOp(RelayOp):
     """TVM's nn.contrib_dense_pack: dense over a weight packed in panels of
     n output columns, ``wp[j / n, k, j % n] = w[j, k]`` (layout "NC{n}n"), so
     that a GEMM reads n contiguous columns per k.  --alter-op-layout makes
-    it from a constant weight, packed at compile time."""
+    it from a constant weight, packed at compile time.
+
+    Layout "NC{n}n4c" is the int8 form for vpdpbusd (x86 VNNI, which
+    multiplies unsigned bytes by signed ones): uint8 data, the weight
+    int8 packed four consecutive k to an int32 word (little-endian),
+    ``wp[j / n, k / 4, j % n]`` holding w[j, k .. k + 3]; out_dtype int32."""
     __slots__ = ()
     name = "relay.nn.contrib_dense_pack"
     OPERANDS = ("data", "weight")
@@ -129,16 +149,29 @@ class DensePackOp(RelayOp):
     def type_relation(self, x, w):
         tensor_type(self, x)
         tensor_type(self, w)
-        e = same_dtype(self, x, w)
         layout = self.attributes["weight_layout"]
         n = packed_width(layout)
         if n is None:
-            raise self.error(f"weight_layout must be NC<n>n (panels of n output columns), got '{layout}'")
+            raise self.error(f"weight_layout must be NC<n>n or NC<n>n4c (panels of n output columns), "
+                             f"got '{layout}'")
+        words = packs_words(layout)
+        if words:
+            if x.element_type is not T.u8 or w.element_type is not T.i32 or out_dtype(self, T.i32) is not T.i32:
+                raise self.error(f"weight_layout {layout} takes ui8 data and i32 words of i8 weights, out_dtype "
+                                 f"int32 (vpdpbusd's operands), got {x.element_type} data, a {w.element_type} "
+                                 f"weight, out_dtype {out_dtype(self, T.i32)}")
+            e = T.i32
+        else:
+            e = same_dtype(self, x, w)
         if w.rank != 3 or x.rank < 1:
-            raise self.error(f"expects data of rank >= 1 and a 3-d packed weight (N / n, K, n), got {x} and {w}")
+            raise self.error(f"expects data of rank >= 1 and a 3-d packed weight (N / n, K{' / 4' * words}, n), "
+                             f"got {x} and {w}")
         if w.shape[2] is not None and w.shape[2] != n:
             raise self.error(f"weight_layout {layout} packs {n} columns, but the weight's last axis is {w.shape[2]}")
-        if not dims_match(x.shape[-1], w.shape[1]):
+        if words and (x.shape[-1] is None or w.shape[1] is None or x.shape[-1] != 4 * w.shape[1]):
+            raise self.error(f"reduction dimensions differ: data has {x.shape[-1]}, the weight's words "
+                             f"hold {None if w.shape[1] is None else 4 * w.shape[1]}")
+        if not words and not dims_match(x.shape[-1], w.shape[1]):
             raise self.error(f"reduction dimensions differ: data has {x.shape[-1]}, weight has {w.shape[1]}")
         cols = w.shape[0] * n if w.shape[0] is not None else None
         units = self.attributes.get("units")
@@ -149,6 +182,8 @@ class DensePackOp(RelayOp):
     def compute(self, x, wp):
         dt = self.results[0].type.dtype
         acc = accumulation_dtype(dt)
+        if packs_words(self.attributes["weight_layout"]):
+            return np.matmul(x.astype(np.int64), unpack_words(wp).T.astype(np.int64)).astype(dt)
         w = wp.transpose(1, 0, 2).reshape(wp.shape[1], -1)    # K x N
         return np.matmul(x.astype(acc), w.astype(acc)).astype(dt)
 

@@ -1,0 +1,137 @@
+"""int8 dense on x86's u8 x s8 dot product (vpdpbusd, AVX512-VNNI): bit
+exact against numpy's int64 product, on this CPU and with VNNI disabled
+(``-mattr=-avx512vnni``: the dense stays plain int8, and a packed
+"NC{n}n4c" product computes dot4_u8s8 in plain integer arithmetic).  The
+packed words are checked against a packer written here from the layout's
+definition, not against the library's own."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tvmd.backend.spec import parse_target
+from tvmd.ir.attributes import DenseAttr
+from tvmd.parser import parse_module
+from tvmd.runtime.build import build
+
+HOST_VNNI = bool(parse_target("llvm").vector_unit().vnni_lanes)
+NO_VNNI = "llvm -mattr=-avx512vnni,-avxvnni"
+
+
+def dense_module(m, k, n, w):
+    """nn.dense of i8 data [m, k] (m may be '?') by the i8 constant w [n, k]."""
+    rows = "?" if m is None else m
+    m = parse_module(f"""relay.func @main(%x: tensor<{rows}x{k}xi8>) -> tensor<{rows}x{n}xi32> {{
+  %w = constant dense<0> : tensor<{n}x{k}xi8>
+  %d = nn.dense(%x, %w) {{out_dtype = "int32"}} : tensor<{rows}x{n}xi32>
+  return %d
+}}""")
+    c = next(op for op in m.lookup("main").body.ops if op.name == "relay.constant")
+    c.attributes["value"] = DenseAttr(w, c.results[0].type)
+    return m
+
+
+def reference(x, w):
+    return (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
+
+
+def int8(rng, *shape):
+    a = rng.integers(-128, 128, shape).astype(np.int8)
+    a.flat[:2] = [-128, 127]   # the extremes, which the +128 shift to unsigned must carry
+    return a
+
+
+@pytest.mark.parametrize("target", ["llvm", NO_VNNI])
+@pytest.mark.parametrize("m,k,n", [(1, 768, 96), (3, 64, 40), (16, 128, 64), (37, 96, 200)])
+def test_int8_dense_is_exact(target, m, k, n):
+    rng = np.random.default_rng(m * n)
+    x, w = int8(rng, m, k), int8(rng, n, k)
+    cm = build(dense_module(m, k, n, w), target=target, fallback=False)
+    np.testing.assert_array_equal(cm.run(x), reference(x, w))
+    packed = cm.stats["alter-op-layout"].get("int8-dense-pack", 0)
+    assert packed == (1 if HOST_VNNI and target == "llvm" else 0)
+
+
+def test_one_build_over_a_dynamic_row_count():
+    rng = np.random.default_rng(5)
+    w = int8(rng, 96, 64)
+    cm = build(dense_module(None, 64, 96, w), fallback=False)
+    for m in (1, 7, 64, 300):
+        x = int8(rng, m, 64)
+        np.testing.assert_array_equal(cm.run(x), reference(x, w))
+
+
+def pack_words(w, nb):
+    """w [N, K] int8 as "NC{nb}n4c": word [j / nb, kw, j % nb] holds
+    w[j, 4kw .. 4kw + 3], byte 0 the lowest."""
+    n, k = w.shape
+    u = w.astype(np.int64) & 0xFF
+    out = np.zeros((n // nb, k // 4, nb), np.int64)
+    for j in range(n):
+        for kw in range(k // 4):
+            out[j // nb, kw, j % nb] = sum(int(u[j, 4 * kw + b]) << (8 * b) for b in range(4))
+    return out.astype(np.uint32).view(np.int32)
+
+
+def packed_text(m, k, n, nb):
+    return f"""relay.func @main(%x: tensor<{m}x{k}xui8>, %w: tensor<{n // nb}x{k // 4}x{nb}xi32>) -> tensor<{m}x{n}xi32> {{
+  %d = nn.contrib_dense_pack(%x, %w) {{weight_layout = "NC{nb}n4c", out_dtype = "int32"}} : tensor<{m}x{n}xi32>
+  return %d
+}}"""
+
+
+@settings(max_examples=12, deadline=None)
+@given(m=st.integers(1, 20), kw=st.integers(1, 24), panels=st.integers(1, 3), nb=st.sampled_from([16, 32]),
+       vnni=st.booleans(), seed=st.integers(0, 2 ** 16))
+def test_packed_product_of_unsigned_by_signed_bytes(m, kw, panels, nb, vnni, seed):
+    if vnni and not HOST_VNNI:
+        vnni = False
+    rng = np.random.default_rng(seed)
+    k, n = 4 * kw, panels * nb
+    x = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    w = int8(rng, n, k)
+    cm = build(packed_text(m, k, n, nb), target="llvm" if vnni else NO_VNNI, fallback=False)
+    want = reference(x, w)
+    np.testing.assert_array_equal(cm.run(x, pack_words(w, nb)), want)
+
+
+def test_the_interpreter_agrees_on_the_packed_product():
+    from tvmd.dialects.relay.interpreter import run_function
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, (3, 8)).astype(np.uint8)
+    w = int8(rng, 32, 8)
+    got = run_function(parse_module(packed_text(3, 8, 32, 16)), "main", x, pack_words(w, 16))
+    np.testing.assert_array_equal(np.asarray(got), reference(x, w))
+
+
+def test_vpdpbusd_in_the_code_for_a_vnni_cpu_and_not_without(tmp_path):
+    """Emitted (not run), so it holds on any host: the same relay for a
+    VNNI CPU has vpdpbusd with its accumulator, for one without none."""
+    src = tmp_path / "p.relay"
+    src.write_text(packed_text(64, 256, 128, 32))
+    lower = [sys.executable, "-m", "tvmd.tools.opt_main", str(src), "--fuse-ops", "--lower-relay-to-te",
+             "--apply-schedule", "--lower-te-to-tir", "--lower-tir"]
+    tir = subprocess.run(lower, capture_output=True, text=True, check=True).stdout
+    for target, want in (("llvm -mcpu=znver4", True), ("llvm -mcpu=haswell", False)):
+        asm = subprocess.run([sys.executable, "-m", "tvmd.tools.translate_main", "--emit=asm", f"--target={target}",
+                              "-", "-o", "-"], input=tir, capture_output=True, text=True, check=True).stdout
+        assert ("vpdpbusd" in asm) == want, target
+
+
+@pytest.mark.parametrize("x_dtype,w_dtype,out,msg", [
+    ("i8", "i32", "int32", "takes ui8 data"),
+    ("ui8", "i8", "int32", "takes ui8 data"),
+    ("ui8", "i32", "float32", "out_dtype int32"),
+])
+def test_packed_words_type_errors(x_dtype, w_dtype, out, msg):
+    from tvmd.ir.diagnostics import DiagnosticError
+    text = f"""relay.func @main(%x: tensor<2x8x{x_dtype}>, %w: tensor<1x2x16x{w_dtype}>) -> tensor<2x16xi32> {{
+  %d = nn.contrib_dense_pack(%x, %w) {{weight_layout = "NC16n4c", out_dtype = "{out}"}} : tensor<2x16xi32>
+  return %d
+}}"""
+    with pytest.raises(DiagnosticError, match=msg):
+        parse_module(text).verify()
