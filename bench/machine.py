@@ -61,56 +61,73 @@ def nominal_gflops(threads: int | None = None) -> float:
 
 
 _PEAK_IR = """
-declare <{L} x float> @llvm.fma.v{L}f32(<{L} x float>, <{L} x float>, <{L} x float>)
-define float @fma_peak(i64 %n) {{
+{decl}
+define {et} @peak(i64 %n) {{
 entry:
   br label %loop
 loop:
   %i = phi i64 [0, %entry], [%i1, %loop]
 {phis}
-{fmas}
+{ops}
   %i1 = add i64 %i, 1
   %done = icmp eq i64 %i1, %n
   br i1 %done, label %exit, label %loop
 exit:
 {sums}
-  %r = extractelement <{L} x float> %s{last}, i32 0
-  ret float %r
+  %r = extractelement {vec} %s{last}, i32 0
+  ret {et} %r
 }}
 """
 
 
-def _peak_kernel(chains=12):
-    """(ctypes function (n) -> float running n x chains FMAs of L lanes, L)."""
+def _peak_kernel(chains=12, int8=False):
+    """(ctypes function (n) -> float running n x chains FMAs of L lanes,
+    L, operations per lane and instruction); with `int8`, vpdpbusd
+    (four u8 x s8 multiply-adds per i32 lane) on the widest VNNI vector."""
     import ctypes
+    from tvmd.backend.llvm.intrinsics import VPDPBUSD
     from tvmd.backend.llvm.jit import engine_for_ir
     from tvmd.backend.spec import parse_target
     t = parse_target("llvm")
-    lanes = t.vector_unit().lanes
-    vec = f"<{lanes} x float>"
-    splat = lambda x: "<" + ", ".join([f"float {x}"] * lanes) + ">"   # noqa: E731
-    phis = "\n".join(f"  %a{k} = phi {vec} [{splat('1.0')}, %entry], [%b{k}, %loop]" for k in range(chains))
-    fmas = "\n".join(f"  %b{k} = call {vec} @llvm.fma.v{lanes}f32({vec} %a{k}, {vec} {splat('0x3FEFFFFFC0000000')}, "
-                      f"{vec} {splat('0x3EB0C6F7A0000000')})" for k in range(chains))
-    sums = [f"  %s0 = fadd {vec} %b0, %b1"] + [f"  %s{k - 1} = fadd {vec} %s{k - 2}, %b{k}" for k in range(2, chains)]
-    text = _PEAK_IR.format(L=lanes, phis=phis, fmas=fmas, sums="\n".join(sums), last=chains - 2)
+    vu = t.vector_unit()
+    lanes = vu.vnni_lanes[0] if int8 else vu.lanes
+    et = "i32" if int8 else "float"
+    vec = f"<{lanes} x {et}>"
+    splat = lambda x: "<" + ", ".join([f"{et} {x}"] * lanes) + ">"   # noqa: E731
+    phis = "\n".join(f"  %a{k} = phi {vec} [{splat('1' if int8 else '1.0')}, %entry], [%b{k}, %loop]"
+                      for k in range(chains))
+    if int8:
+        decl = f"declare {vec} @{VPDPBUSD[lanes]}({vec}, {vec}, {vec})"
+        ops = "\n".join(f"  %b{k} = call {vec} @{VPDPBUSD[lanes]}({vec} %a{k}, {vec} {splat(16843009)}, "
+                        f"{vec} {splat(-16843010)})" for k in range(chains))
+        add, per = "add", 8
+    else:
+        decl = f"declare {vec} @llvm.fma.v{lanes}f32({vec}, {vec}, {vec})"
+        ops = "\n".join(f"  %b{k} = call {vec} @llvm.fma.v{lanes}f32({vec} %a{k}, {vec} {splat('0x3FEFFFFFC0000000')}, "
+                        f"{vec} {splat('0x3EB0C6F7A0000000')})" for k in range(chains))
+        add, per = "fadd", 2
+    sums = [f"  %s0 = {add} {vec} %b0, %b1"] + [f"  %s{k - 1} = {add} {vec} %s{k - 2}, %b{k}"
+                                                for k in range(2, chains)]
+    text = _PEAK_IR.format(decl=decl, vec=vec, et=et, phis=phis, ops=ops, sums="\n".join(sums), last=chains - 2)
     engine = engine_for_ir(text, t.target_machine(3, jit=True))
-    fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_int64)(engine.get_function_address("fma_peak"))
+    ret = ctypes.c_int32 if int8 else ctypes.c_float
+    fn = ctypes.CFUNCTYPE(ret, ctypes.c_int64)(engine.get_function_address("peak"))
     fn._engine = engine   # keep the code alive
-    return fn, lanes, chains
+    return fn, lanes, chains, per
 
 
 _MEASURED = {}
 
 
-def measured_peak_gflops(threads: int | None = None, runs: int = 10) -> float:
+def measured_peak_gflops(threads: int | None = None, runs: int = 10, int8=False) -> float:
     """fp32 GFLOP/s that `threads` cores (all by default) reach on
-    independent FMAs, each core running the loop at once; best of `runs`."""
+    independent FMAs, each core running the loop at once; best of `runs`.
+    With `int8`: int8 GOP/s on vpdpbusd (a multiply-add counted as two)."""
     import threading
     n = threads or cores()
-    if n in _MEASURED:
-        return _MEASURED[n]
-    fn, lanes, chains = _peak_kernel()
+    if (n, int8) in _MEASURED:
+        return _MEASURED[n, int8]
+    fn, lanes, chains, per = _peak_kernel(int8=int8)
     steps = 2_000_000
     fn(1000)
     best = 0.0
@@ -121,9 +138,19 @@ def measured_peak_gflops(threads: int | None = None, runs: int = 10) -> float:
             t.start()
         for t in ts:
             t.join()
-        best = max(best, n * steps * chains * lanes * 2 / (time.perf_counter() - t0) / 1e9)
-    _MEASURED[n] = best
+        best = max(best, n * steps * chains * lanes * per / (time.perf_counter() - t0) / 1e9)
+    _MEASURED[n, int8] = best
     return best
+
+
+def peak_int8_gops(threads: int | None = None) -> float | None:
+    """The int8 limit of `threads` cores on vpdpbusd, measured as
+    peak_gflops is; None on a CPU without VNNI."""
+    from tvmd.backend.spec import parse_target
+    if not parse_target("llvm").vector_unit().vnni_lanes:
+        return None
+    n = threads or cores()
+    return max(measured_peak_gflops(n, int8=True), n * measured_peak_gflops(1, int8=True))
 
 
 def peak_gflops(threads: int | None = None) -> float:

@@ -135,3 +135,73 @@ def test_packed_words_type_errors(x_dtype, w_dtype, out, msg):
 }}"""
     with pytest.raises(DiagnosticError, match=msg):
         parse_module(text).verify()
+
+
+def conv_module(x_shape, w_hwio, strides, padding, dilation):
+    """nn.conv2d of i8 NHWC data by the i8 constant HWIO weight, int32 out."""
+    n, h, w, c = x_shape
+    kh, kw, _, o = w_hwio.shape
+    oh = (h + padding[0] + padding[2] - dilation[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (w + padding[1] + padding[3] - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    attrs = f"strides = {list(strides)}, padding = {list(padding)}, dilation = {list(dilation)}"
+    m = parse_module(f"""relay.func @main(%x: tensor<{n}x{h}x{w}x{c}xi8>) -> tensor<{n}x{oh}x{ow}x{o}xi32> {{
+  %w = constant dense<0> : tensor<{kh}x{kw}x{c}x{o}xi8>
+  %y = nn.conv2d(%x, %w) {{{attrs}, data_layout = "NHWC", kernel_layout = "HWIO", out_dtype = "int32"}} : tensor<{n}x{oh}x{ow}x{o}xi32>
+  return %y
+}}""")
+    cst = next(op for op in m.lookup("main").body.ops if op.name == "relay.constant")
+    cst.attributes["value"] = DenseAttr(w_hwio, cst.results[0].type)
+    return m
+
+
+def conv_reference(x, w_hwio, strides, padding, dilation):
+    """NHWC x HWIO in int64, tap by tap."""
+    sh, sw = strides
+    dh, dw = dilation
+    top, left, bottom, right = padding
+    xp = np.pad(x.astype(np.int64), [(0, 0), (top, bottom), (left, right), (0, 0)])
+    kh, kw = w_hwio.shape[:2]
+    oh = (xp.shape[1] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[2] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((x.shape[0], oh, ow, w_hwio.shape[3]), np.int64)
+    for ry in range(kh):
+        for rx in range(kw):
+            patch = xp[:, ry * dh:ry * dh + sh * (oh - 1) + 1:sh, rx * dw:rx * dw + sw * (ow - 1) + 1:sw]
+            out += np.einsum("byxc,co->byxo", patch, w_hwio[ry, rx].astype(np.int64))
+    return out.astype(np.int32)
+
+
+@pytest.mark.parametrize("target", ["llvm", NO_VNNI])
+@pytest.mark.parametrize("c,o,k,strides,padding,dilation", [
+    (16, 32, 3, (1, 1), (1, 1, 1, 1), (1, 1)),      # the padding shifted to 128, not 0
+    (8, 64, 3, (2, 2), (1, 0, 2, 1), (1, 1)),       # strided, uneven padding
+    (12, 16, 3, (1, 1), (2, 2, 2, 2), (2, 2)),      # dilated
+    (32, 32, 1, (1, 1), (0, 0, 0, 0), (1, 1)),      # a pixel dense
+])
+def test_int8_conv2d_is_exact(target, c, o, k, strides, padding, dilation):
+    rng = np.random.default_rng(c * o + k)
+    x, w = int8(rng, 2, 9, 11, c), int8(rng, k, k, c, o)
+    cm = build(conv_module(x.shape, w, strides, padding, dilation), target=target, fallback=False)
+    np.testing.assert_array_equal(cm.run(x), conv_reference(x, w, strides, padding, dilation))
+    packed = cm.stats["alter-op-layout"].get("int8-conv-pack", 0)
+    assert packed == (1 if HOST_VNNI and target == "llvm" else 0)
+
+
+def test_a_quantized_cnn_gives_the_same_integers_with_and_without_vnni():
+    """The int8 model of --quantize (convs and their requantization in
+    integers): compiled for VNNI, its output equals the build without VNNI
+    bit for bit, and the relay interpreter's to float rounding."""
+    from tvmd.dialects.relay.interpreter import run_function
+    from tvmd.dialects.relay.passes.quantize import quantize
+    from tvmd.ir.printer import print_module
+    from tvmd.testing.quantize_models import random_inputs, resnet_like
+    m = resnet_like(batch=2, width=16)
+    quantize(m, dataset=[{"x": random_inputs(1, 2, 10)[0]}], calibrate_mode="kl_divergence", per_channel=True)
+    text = print_module(m)
+    x = random_inputs(1, 2, 20)[0]
+    fast = build(parse_module(text), fallback=False)
+    plain = build(parse_module(text), target=NO_VNNI, fallback=False)
+    assert fast.stats["alter-op-layout"].get("int8-conv-pack", 0) == (6 if HOST_VNNI else 0)   # the first stays f32
+    got = fast.run(x)
+    np.testing.assert_array_equal(got, plain.run(x))
+    np.testing.assert_allclose(got, run_function(parse_module(text), "main", x), rtol=1e-5, atol=1e-5)

@@ -93,6 +93,28 @@ def dense_pack(e, op, args):
                    name=stage_name(op, "T_dense_pack"))
 
 
+@strategy("nn.contrib_conv2d_pack")
+def conv2d_pack(e, op, args):
+    """out[b, y, x, o] = sum_{rc, rh, rw} dot4_u8s8(words[b, y*sh + rh*dh,
+    x*sw + rw*dw, rc], wp[o / n, rh, rw, rc, o % n]): the NHWC conv over
+    words of four input channels, the convolution's loop nest whose
+    multiply-add is vpdpbusd."""
+    t = out_type(op)
+    x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
+    n = op.panel()
+    _, kh, kw, iw, _ = w.type.shape
+    (sh, sw), (dh, dw) = op.attributes["strides"], op.attributes["dilation"]
+    words = data_words(e, x)
+
+    def body(e, b, y, xx, o, rc, rh, rw):
+        row = e.add(e.mul(y, sh), e.mul(rh, dh))
+        col = e.add(e.mul(xx, sw), e.mul(rw, dw))
+        wv = e.read(w, [e.floordiv(o, n), rh, rw, rc, e.floormod(o, n)])
+        return e.intrin("dot4_u8s8", e.read(words, [b, row, col, rc]), wv)
+    return compute(e, t, body, reduce=[("rc", iw), ("rh", kh), ("rw", kw)], reducer="sum",
+                   names=["n", "h", "w", "c"], name=stage_name(op, "conv2d"))
+
+
 def data_words(e, x):
     """words[.., kw] = x[.., 4kw] | x[.., 4kw + 1] << 8 | .. << 24 (i32): the
     uint8 data as the little-endian words it is in memory, which the

@@ -21,6 +21,14 @@ Attributes (TVM's names and defaults):
 Pattern out-elemwise-fusable; layout rule "layout" (the layouts are
 attributes, so ConvertLayout rewrites the op itself).  The reference
 computes in the primal layout (NC + spatial, OI + spatial) and converts.
+
+    %c = nn.contrib_conv2d_pack(%u, %wp) {kernel_layout = "OHWI32o4i", strides = [1, 1]}
+
+the int8 conv2d that x86's vpdpbusd computes (--alter-op-layout makes it):
+NHWC ui8 data (padded before, by nn.pad), the weight i32 words
+(O / n, KH, KW, I / 4, n), ``wp[o / n, ry, rx, i / 4, o % n]`` holding the
+i8 ``w[o, i .. i + 3, ry, rx]`` (byte 0 the lowest), out NHWC int32; no
+padding, one group; strides, dilation.
 """
 
 from __future__ import annotations
@@ -199,6 +207,62 @@ Conv3DOp = _conv("conv3d", 3)
 Conv1DTransposeOp = _conv("conv1d_transpose", 1, True)
 Conv2DTransposeOp = _conv("conv2d_transpose", 2, True)
 Conv3DTransposeOp = _conv("conv3d_transpose", 3, True)
+
+
+class Conv2DPackOp(RelayOp):
+    """``nn.contrib_conv2d_pack(%data, %weight)``: module docstring."""
+    __slots__ = ()
+    name = "relay.nn.contrib_conv2d_pack"
+    OPERANDS = ("data", "weight")
+    ATTRS = {"strides": Attr(spatial_kind(2), (1, 1)), "dilation": Attr(spatial_kind(2), (1, 1)),
+             "kernel_layout": Attr(STR, "OHWI16o4i")}
+    PATTERN = OpPattern.OUT_ELEMWISE_FUSABLE
+
+    def check_attrs(self):
+        ints_at_least(self, "strides", 1)
+        ints_at_least(self, "dilation", 1)
+
+    def panel(self):
+        """n of kernel_layout "OHWI{n}o4i"."""
+        import re
+        layout = self.attributes["kernel_layout"]
+        m = re.fullmatch(r"OHWI([1-9][0-9]*)o4i", layout)
+        if m is None:
+            raise self.error(f"kernel_layout must be OHWI<n>o4i (i32 words of four input channels), got '{layout}'")
+        return int(m.group(1))
+
+    def type_relation(self, x, w):
+        tensor_type(self, x)
+        tensor_type(self, w, "weight")
+        n = self.panel()
+        if x.element_type is not T.u8 or w.element_type is not T.i32:
+            raise self.error(f"takes NHWC ui8 data and i32 words of i8 weights, got {x.element_type} data and a "
+                             f"{w.element_type} weight")
+        if x.rank != 4 or w.rank != 5:
+            raise self.error(f"expects 4-d NHWC data and a 5-d weight (O / {n}, KH, KW, I / 4, {n}), "
+                             f"got {x} and {w}")
+        if not x.is_static or not w.is_static:
+            raise self.error(f"needs static shapes, not dynamic ones, got {x} and {w}")
+        if w.shape[4] != n:
+            raise self.error(f"kernel_layout packs {n} output channels, but the weight's last axis is {w.shape[4]}")
+        if x.shape[3] != 4 * w.shape[3]:
+            raise self.error(f"data has {x.shape[3]} channels but the weight's words hold {4 * w.shape[3]}")
+        (sh, sw), (dh, dw) = self.attributes["strides"], self.attributes["dilation"]
+        oh = (x.shape[1] - dh * (w.shape[1] - 1) - 1) // sh + 1
+        ow = (x.shape[2] - dw * (w.shape[2] - 1) - 1) // sw + 1
+        if oh < 1 or ow < 1:
+            raise self.error(f"output would be empty: input {x.shape[1]}x{x.shape[2]}, kernel "
+                             f"{w.shape[1]}x{w.shape[2]}")
+        return T.TensorType((x.shape[0], oh, ow, w.shape[0] * n), T.i32)
+
+    def compute(self, x, wp):
+        a = self.attributes
+        nb, kh, kw, iw, n = wp.shape
+        b = np.ascontiguousarray(wp, "<i4").view(np.int8).reshape(nb, kh, kw, iw, n, 4)
+        w = b.transpose(0, 4, 3, 5, 1, 2).reshape(nb * n, iw * 4, kh, kw)   # OIHW
+        y = conv_nd(x.transpose(0, 3, 1, 2).astype(np.int64), w.astype(np.int64), a["strides"], (0, 0, 0, 0),
+                    a["dilation"], 1)
+        return y.transpose(0, 2, 3, 1).astype(np.int32)
 
 
 # -- references ------------------------------------------------------------------------

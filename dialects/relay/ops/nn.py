@@ -168,7 +168,9 @@ class DensePackOp(RelayOp):
                              f"got {x} and {w}")
         if w.shape[2] is not None and w.shape[2] != n:
             raise self.error(f"weight_layout {layout} packs {n} columns, but the weight's last axis is {w.shape[2]}")
-        if words and (x.shape[-1] is None or w.shape[1] is None or x.shape[-1] != 4 * w.shape[1]):
+        if words and (x.shape[-1] is None or w.shape[1] is None):
+            raise self.error(f"weight_layout {layout} needs a static reduction, not a dynamic one")
+        if words and x.shape[-1] != 4 * w.shape[1]:
             raise self.error(f"reduction dimensions differ: data has {x.shape[-1]}, the weight's words "
                              f"hold {None if w.shape[1] is None else 4 * w.shape[1]}")
         if not words and not dims_match(x.shape[-1], w.shape[1]):

@@ -10,19 +10,9 @@ fastest (the dense half of TVM's AlterOpLayout for x86).
       =>
     %y = nn.matmul(%x, %wt)            %wt: relay.constant K x N (w transposed, here)
 
-    %y = nn.dense(%x, %w) {out_dtype = "int32"}     x i8, w an i8 constant, 4 | K, any rows,
-      =>                                            on a target with VNNI (VectorUnit.vnni_lanes)
-    %u = cast(bitwise_xor(%x, -128)) {dtype = "uint8"}          (x + 128 as ui8)
-    %d = nn.contrib_dense_pack(%u, %wp) {weight_layout = "NC32n4c", out_dtype = "int32"}
-    %y = subtract(%d, %c)              %c: relay.constant N, 128 * sum_k w[j, k]
-
-vpdpbusd multiplies unsigned bytes by signed ones, four per i32 lane, 64
-multiply-adds per instruction on AVX-512 (against 16 f32 FMAs): so the
-weight is packed as i32 words of four consecutive k (DensePackOp), and
-int8 data is shifted to unsigned, x + 128 (a flip of the sign bit, which
-fuse-ops folds into the data's producer), whose extra 128 * sum_k w[j, k]
-per column a constant takes off again (TVM's x86 int8 dense does the same:
-its data is uint8).  With no VNNI the int8 dense is left as it is.
+An int8 dense or NHWC conv2d (i8 data, an i8 constant weight, int32 out)
+on a target with VNNI becomes the product over a weight packed in i32
+words of four i8 for vpdpbusd: alter_op_layout_vnni.py.
 
 A GEMM schedule wants, per k, a vector of n adjacent output columns (j),
 read from contiguous memory: the weight packed in panels of n columns, each
@@ -61,6 +51,7 @@ from ....ir.pass_manager import ModulePass, option
 from . import defining_constant, erase_if_dead, relay_functions
 from ..ops.conv import Conv2DOp
 from ..ops.nn import DenseOp, MatmulOp
+from .alter_op_layout_vnni import pack_int8
 
 MIN_ROWS = 4          # below: a dot product per output, the weight N x K as it is
 MIN_PACK_ROWS = 16    # from here: the GEMM tile, the weight packed (schedules_gemm.MIN_PACK_ROWS)
@@ -89,7 +80,8 @@ class AlterOpLayout(ModulePass):
             self.run_on(func, ctx)
 
     def run_on(self, func, ctx):
-        stats = {"dense-pack": 0, "conv1x1-pack": 0, "conv-pack": 0, "dense-to-matmul": 0, "int8-dense-pack": 0}
+        stats = {"dense-pack": 0, "conv1x1-pack": 0, "conv-pack": 0, "dense-to-matmul": 0, "int8-dense-pack": 0,
+                 "int8-conv-pack": 0}
         self._block(func.regions[0].blocks[0], stats)
         for k, v in stats.items():
             ctx.stat(self, k, v)
@@ -103,54 +95,6 @@ class AlterOpLayout(ModulePass):
             return (self.pack_width,)
         lanes = self._vector_unit().lanes
         return (2 * lanes, lanes)
-
-    def _pack_int8(self, op, block, made):
-        """An int8 dense (i8 data, an i8 constant weight N x K, 4 | K,
-        out_dtype int32) on a target with VNNI: the ops of the module
-        docstring's third form, inserted before `op`; returns the last, or
-        None when op is no such dense (or the target has no VNNI)."""
-        import numpy as np
-        from ....ir import types as T
-        from ..ops.function import ConstantOp
-        from ..ops.nn import DensePackOp
-        from .quantize.realize import op_class
-        w = _int8_weight(op)
-        vu = self._vector_unit()
-        if w is None or not vu.vnni_lanes:
-            return None
-        arr = _weight_nk(op, w)
-        n, k = arr.shape
-        rows = _rows(op)
-        # below MIN_ROWS rows the product is no GEMM tile but one vector of
-        # columns per task: its panels one vector wide, so that j % n is
-        # the vector's lane
-        few = rows is not None and rows < MIN_ROWS
-        widths = (self.pack_width,) if self.pack_width > 0 else tuple(
-            f * vu.vnni_lanes[0] for f in ((1,) if few else (2, 1)))
-        nb = next((c for c in widths if n % c == 0), None) or pad_width(n, widths)
-        pad = -n % nb
-        key = ("words", w, nb)
-        wp = made.get(key)
-        if wp is None:
-            full = np.concatenate([arr, np.zeros((pad, k), np.int8)]) if pad else np.asarray(arr, np.int8)
-            words = np.ascontiguousarray(full.reshape((n + pad) // nb, nb, k // 4, 4).transpose(0, 2, 1, 3))
-            wp = made[key] = _constant_like(w, words.view("<i4").reshape(words.shape[:3]), f"w{nb}", T.i32)
-            block.insert_before(op, wp)
-        flip = ConstantOp.get(np.array(-128, np.int8), loc=op.loc)
-        xor = op_class("bitwise_xor").build(op.operands[0], flip.results[0], loc=op.loc)
-        new_ops = [flip, xor, op_class("cast").build(xor.results[0], dtype="uint8", loc=op.loc)]
-        new_ops.append(DensePackOp.build(new_ops[-1].results[0], wp.results[0], loc=op.loc, units=n + pad,
-                                         out_dtype="int32", weight_layout=f"NC{nb}n4c"))
-        if pad:
-            from ..ops.transform import StridedSliceOp
-            rank = len(op.results[0].type.shape)
-            new_ops.append(StridedSliceOp.build(new_ops[-1].results[0], loc=op.loc, begin=[0], end=[n],
-                                                axes=[rank - 1]))
-        comp = ConstantOp.get((128 * arr.astype(np.int64).sum(axis=1)).astype(np.int32), loc=op.loc)
-        new_ops += [comp, op_class("subtract").build(new_ops[-1].results[0], comp.results[0], loc=op.loc)]
-        for o in new_ops:
-            block.insert_before(op, o)
-        return new_ops[-1]
 
     def _pack_conv(self, op, block, made):
         """A 3x3 (or any non-pixel) NHWC conv with a constant HWIO weight:
@@ -188,10 +132,11 @@ class AlterOpLayout(ModulePass):
             for r in op.regions:
                 for b in r.blocks:
                     self._block(b, stats)
-            int8 = self._pack_int8(op, block, made)
+            int8 = pack_int8(op, block, made, self._vector_unit(), self.pack_width)
             if int8 is not None:
-                _replace(op, int8, dead)
-                stats["int8-dense-pack"] += 1
+                kind, last = int8
+                _replace(op, last, dead)
+                stats[kind] += 1
                 continue
             w = _constant_weight(op)
             if w is None:
@@ -305,27 +250,6 @@ def _constant_weight(op):
     if not x.is_static and isinstance(op, Conv2DOp):
         return None
     if not T.is_float(w.element_type) or x.rank < 2 or (w.rank != 2 and not isinstance(op, Conv2DOp)):
-        return None
-    return c
-
-
-def _int8_weight(op):
-    """The constant i8 weight of a dense (or a matmul that is one) with i8
-    data, out_dtype int32 and a reduction a multiple of 4: what
-    vpdpbusd computes; else None."""
-    from ....ir import types as T
-    if isinstance(op, MatmulOp):
-        if op.attributes["transpose_a"]:
-            return None
-    elif not isinstance(op, DenseOp):
-        return None
-    x, w = op.operands[0].type, op.operands[1].type
-    c = defining_constant(op.operands[1])
-    if c is None or not isinstance(x, T.TensorType) or not isinstance(w, T.TensorType) or not w.is_static:
-        return None
-    if x.element_type is not T.i8 or w.element_type is not T.i8 or w.rank != 2 or x.rank < 1:
-        return None
-    if op.results[0].type.element_type is not T.i32 or x.shape[-1] is None or x.shape[-1] % 4:
         return None
     return c
 
