@@ -46,7 +46,12 @@ def size_text(size):
     return " + ".join(terms)
 
 
-def dynamic_kernel_step(kernel, callee, out, ins, as_tuple):
+def dynamic_kernel_step(kernel, callee, out, ins, as_tuple, view=False):
+    """The step running `kernel` (of tir.func `callee`) on '?' sizes: its
+    outputs sized from the inputs per call.  With `view` (a kernel that
+    only reshapes its input: runtime.build.reshapes_only), the result is
+    the input reshaped, a view where it is contiguous, and the kernel's
+    copy is not run."""
     attrs = callee.attributes
     size_args = [tuple(x) for x in attrs.get("size_args", ())]
     checks = [(list(a), list(b)) for a, b in attrs.get("size_checks", ())]
@@ -69,6 +74,9 @@ def dynamic_kernel_step(kernel, callee, out, ins, as_tuple):
         shapes = [list(s) for s, _ in outs_spec]
         for k, ax, size in fill:
             shapes[k][ax] = size_of(size, args)
+        if view:
+            env[out] = np.reshape(args[0], tuple(shapes[0]))
+            return
         outs = [empty_aligned(tuple(s), dt) for s, (_, dt) in zip(shapes, outs_spec)]
         if call is None:
             kernel(*args, *sizes, *outs)

@@ -240,8 +240,11 @@ class Program:
             if isinstance(callee, tir.FuncOp):
                 defines = []
                 if any(not b.type.is_static for b in callee.outputs):
-                    # sized per call (runtime/dynamic.py): not in the static plan
-                    plan_steps.append(([], reads, r, "kernel"))
+                    # sized per call (runtime/dynamic.py): not in the static plan;
+                    # a reshape's result views its input (so, to the plan, it
+                    # may view what the input views)
+                    plan_steps.append(([], reads, r, "interpreted" if "reshape_view" in callee.attributes
+                                       else "kernel"))
                     ops.append((op, callee))
                     continue
                 for k, b in enumerate(callee.outputs):
@@ -357,8 +360,8 @@ class Program:
             from .dynamic import dynamic_kernel_step
             self.static_steps.append(("other", f"@{callee.sym_name} has dynamic ('?') dimensions, sized per call",
                                       False))
-            return dynamic_kernel_step(kernel, callee, out, ins, isinstance(op.results[0].type, T.TupleType)), \
-                (callee.sym_name, False), shapes
+            return dynamic_kernel_step(kernel, callee, out, ins, isinstance(op.results[0].type, T.TupleType),
+                                       view="reshape_view" in callee.attributes), (callee.sym_name, False), shapes
         sinks = self.sinks
         sig = kernel.sig
         n_out = len(callee.outputs)

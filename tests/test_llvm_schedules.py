@@ -200,25 +200,42 @@ def test_alter_op_layout_packs_constant_weights_for_the_gemm(lead, rows, k, n):
     (nn.contrib_dense_pack), the kernel is the GEMM tile reading the panels
     with no packing stage of its own, and the result is numpy's at odd
     sizes (rows not a multiple of the tile, k odd, n one vector wide; n =
-    97 and 29, which no panel divides: padded to whole panels, the rest
-    sliced off)."""
+    97 and 29, which no panel divides: the weight padded to whole panels,
+    the kernel writing only the n columns, no slice after)."""
     from tvmd.runtime.build import build
     w = randn(n, k)
     cm = build(_dense_text(rows, k, n, w, lead), progress=False)
     assert cm.stats["alter-op-layout"]["dense-pack"] == 1
     assert "fused_nn_contrib_dense_pack" in cm.kernels
+    assert not any("strided_slice" in name for name in cm.kernels), cm.kernels
     x, v = randn(*lead, rows, k), randn(1, k)
     a, b = cm.run(x, v)
     np.testing.assert_allclose(a, (x.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(b, (v.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
+def test_a_padded_weight_panel_over_rows_known_at_run_time():
+    """'?' rows and 97 columns (no panel divides them): one build, the
+    GEMM over whole zero-padded panels writing the 97 columns, at row
+    counts under, at and over a tile."""
+    from tvmd.runtime.build import build
+    w = randn(97, 40)
+    text = _dense_text("?", 40, 97, w)
+    cm = build(text, progress=False, fallback=False)
+    assert not any("strided_slice" in name for name in cm.kernels), cm.kernels
+    for rows in (1, 4, 7, 33):
+        x, v = randn(rows, 40), randn(1, 40)
+        a, b = cm.run(x, v)
+        np.testing.assert_allclose(a, (x.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(b, (v.astype(np.float64) @ w.T).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("cin, cout, h, w", [(24, 64, 7, 9), (3, 96, 13, 5), (16, 40, 6, 6)])
 def test_pointwise_convs_become_packed_dense_and_match_numpy(cin, cout, h, w):
     """build(): an NCHW 1x1 conv (converted to NHWC) with a constant weight
     is a packed dense over the NHWC data, with its bias and relu (40
-    channels are not whole panels with AVX-512: padded to 48, the rest
-    sliced off); the result is numpy's at odd spatial sizes."""
+    channels are not whole panels with AVX-512: padded to 48, which the
+    kernel leaves off); the result is numpy's at odd spatial sizes."""
     from tvmd.runtime.build import build
     wt = randn(cout, cin, 1, 1)
     bias = randn(cout)

@@ -130,3 +130,28 @@ def test_attention_over_a_dynamic_sequence_reduces_over_run_time_extents():
         p = np.exp(s - s.max(-1, keepdims=True))
         p /= p.sum(-1, keepdims=True)
         np.testing.assert_allclose(m.run(q, k, v), p @ v, rtol=1e-4, atol=1e-5)
+
+
+def test_a_reshape_of_run_time_size_is_a_view_not_a_copy():
+    """A kernel that only reshapes a '?' tensor (GPT-2's logits to
+    1 x seq x vocab) is not run: its result is the input reshaped.  Each
+    call's result is its own (the view is of that call's fresh product),
+    and the values are numpy's."""
+    text = """relay.func @main(%x: tensor<?x16xf32>, %w: tensor<24x16xf32>) -> tensor<1x?x24xf32> {
+  %d = nn.dense(%x, %w) : tensor<?x24xf32>
+  %r = reshape(%d) {newshape = [1, -1, 24]} : tensor<1x?x24xf32>
+  return %r
+}"""
+    cm = build(text, fallback=False)
+    views = [op.sym_name for op in cm.module.body.ops if "reshape_view" in op.attributes]
+    assert views and all("reshape" in name for name in views), views
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((24, 16)).astype(np.float32)
+    results = []
+    for rows in (5, 5, 9):
+        x = rng.standard_normal((rows, 16)).astype(np.float32)
+        y = cm.run(x, w)
+        np.testing.assert_allclose(y, (x @ w.T)[None], rtol=1e-5, atol=1e-5)
+        results.append((y, (x @ w.T)[None]))
+    for y, want in results:   # earlier results untouched by later calls
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)

@@ -91,7 +91,8 @@ def _column_panels(s, o, inner, width, accumulators=16):
     panel (4 x 4 spilled its sums to the stack at every k).  Returns
     whether it applied."""
     gemm = o if o.reducer is not None and not inner else inner[0] if len(inner) == 1 else None
-    if gemm is None or not _columns_contiguous(gemm, width) or gemm.rank != o.rank:
+    n = None if gemm is None else _columns_contiguous(gemm, width)
+    if n is None or gemm.rank != o.rank:
         return False
     if gemm is not o and (o.tensor_type.shape != gemm.tensor_type.shape):
         return False
@@ -101,7 +102,7 @@ def _column_panels(s, o, inner, width, accumulators=16):
         cache = s.cache_write(acc, "local")
         acc = cache
     # a panel of up to 4 vectors: as many independent sums in flight per k
-    n = gemm.tensor_type.shape[-1]
+    # (of whole packed panels where the columns end inside the last one)
     panel = next(p for p in (4 * width, 2 * width, width) if n % p == 0)
     rows = max(1, min(ROWS, accumulators // (panel // width)))
     # (the output's spatial axes: after a cache_write it is a copy)
@@ -146,14 +147,15 @@ def _prefetch_next_panels(s, gemm, axes, panel):
 
 
 def _columns_contiguous(c, width):
-    """Whether c is a sum over one reduce axis whose static last axis j (a
-    multiple of `width`) every read takes as its last index, plainly or as
-    j % n of a packed panel (j // n before it)."""
+    """The columns to tile when c is a sum over one reduce axis whose static
+    last axis j every read takes as its last index, plainly or as j % n of
+    a packed panel (j // n before it), and j is a multiple of `width`, or
+    ends inside the last packed panel (zero-padded: then the columns of
+    whole panels, the last tile's store guarded); else None."""
     from ...dialects.te.ops import ReadOp
     shape = c.tensor_type.shape
-    if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2 or shape[-1] is None \
-            or shape[-1] % width:
-        return False
+    if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2 or shape[-1] is None:
+        return None
     j = c.body.args[c.rank - 1]
 
     def uses_j(v, seen=0):
@@ -167,17 +169,25 @@ def _columns_contiguous(c, width):
         return (d is not None and d.name == kind and d.operands[0] is j
                 and _const(d.operands[1]) is not None and _const(d.operands[1]) % width == 0)
     vector_read = False   # some read walks the columns (the weight panel)
+    packed = None         # its panel width, where packed
     for op in c.body.ops:
         if not isinstance(op, ReadOp) or not op.indices:
             continue
         *lead, last = op.indices
         if any(uses_j(v) and not is_mod(v, "arith.floordivsi") for v in lead):
-            return False
+            return None
         if uses_j(last):
             if not (last is j or is_mod(last, "arith.floormodsi")):
-                return False
+                return None
             vector_read = True
-    return vector_read
+            if last is not j:
+                packed = _const(last.defining_op().operands[1])
+    n = shape[-1]
+    if not vector_read:
+        return None
+    if n % width == 0:
+        return n
+    return -(-n // packed) * packed if packed else None
 
 
 def _const(v):

@@ -93,8 +93,10 @@ def gemm_plan(c, deps, vu):
         width = packed_width(idx, args[ja], args[ka])
         if width is not None and not any(deps(v) & {ja, ka} for v in idx[:-3]):
             # B packed already (nn.contrib_dense_pack): the tile's columns are
-            # its panels (a tile half a panel wide would read B through j % n)
-            tile = gemm_tile(shape, vu, (width,))
+            # its panels (a tile half a panel wide would read B through j % n);
+            # columns ending inside the last, zero-padded panel (an LM head's
+            # 50257) tile as whole panels, the last one's store guarded
+            tile = gemm_tile(tuple(shape[:-1]) + (-(-n // width) * width,), vu, (width,))
             return None if tile is None else (ra, rb, None) + tile
         if len(idx) < 2 or any(deps(v) & {ja, ka} for v in idx[:-2]):
             continue

@@ -134,7 +134,9 @@ class DensePackOp(RelayOp):
     """TVM's nn.contrib_dense_pack: dense over a weight packed in panels of
     n output columns, ``wp[j / n, k, j % n] = w[j, k]`` (layout "NC{n}n"), so
     that a GEMM reads n contiguous columns per k.  --alter-op-layout makes
-    it from a constant weight, packed at compile time.
+    it from a constant weight, packed at compile time.  `units` below the
+    panels' columns leaves off the last panel's zero padding (N no panel
+    width divides: the output has N columns, the kernel writes them).
 
     Layout "NC{n}n4c" is the int8 form for vpdpbusd (x86 VNNI, which
     multiplies unsigned bytes by signed ones): uint8 data, the weight
@@ -177,16 +179,19 @@ class DensePackOp(RelayOp):
             raise self.error(f"reduction dimensions differ: data has {x.shape[-1]}, weight has {w.shape[1]}")
         cols = w.shape[0] * n if w.shape[0] is not None else None
         units = self.attributes.get("units")
-        if units is not None and cols is not None and units != cols:
-            raise self.error(f"units = {units} but the packed weight has {cols} columns")
-        return T.TensorType(x.shape[:-1] + (cols if cols is not None else units,), out_dtype(self, e))
+        if units is not None and cols is not None and not cols - n < units <= cols:
+            raise self.error(f"units = {units} but the packed weight has {cols} columns (units may leave "
+                             f"off only the zero padding of the last panel, fewer than {n})")
+        return T.TensorType(x.shape[:-1] + (units if units is not None else cols,), out_dtype(self, e))
 
     def compute(self, x, wp):
         dt = self.results[0].type.dtype
         acc = accumulation_dtype(dt)
+        units = self.results[0].type.shape[-1]
         if packs_words(self.attributes["weight_layout"]):
-            return np.matmul(x.astype(np.int64), unpack_words(wp).T.astype(np.int64)).astype(dt)
-        w = wp.transpose(1, 0, 2).reshape(wp.shape[1], -1)    # K x N
+            w = unpack_words(wp)[:units]
+            return np.matmul(x.astype(np.int64), w.T.astype(np.int64)).astype(dt)
+        w = wp.transpose(1, 0, 2).reshape(wp.shape[1], -1)[:, :units]    # K x N
         return np.matmul(x.astype(acc), w.astype(acc)).astype(dt)
 
 

@@ -68,13 +68,8 @@ def _dense(op, block, made, vu, pack_width):
         wp = made[key] = _constant_like(w, words.view("<i4").reshape(words.shape[:3]), f"w{nb}", T.i32)
         block.insert_before(op, wp)
     new_ops = _unsigned(op)
-    new_ops.append(DensePackOp.build(new_ops[-1].results[0], wp.results[0], loc=op.loc, units=n + pad,
+    new_ops.append(DensePackOp.build(new_ops[-1].results[0], wp.results[0], loc=op.loc, units=n,
                                      out_dtype="int32", weight_layout=f"NC{nb}n4c"))
-    if pad:
-        from ..ops.transform import StridedSliceOp
-        rank = len(op.results[0].type.shape)
-        new_ops.append(StridedSliceOp.build(new_ops[-1].results[0], loc=op.loc, begin=[0], end=[n],
-                                            axes=[rank - 1]))
     return _compensated(op, block, new_ops, arr)
 
 
