@@ -28,8 +28,9 @@ of T (a whole number of vectors), each stage one tile at a time.
                  inline polynomial), so exp runs once per score
     T_attn_qk2:  computed there too, the register tile of the first pass
 
-T = W x (accumulators // ROWS) keys: on AVX2 (W = 8, 12 accumulators) 4
-queries x 24 keys of scores in 12 registers.  Every buffer is static
+T = W x min(accumulators // ROWS, MAX_TILE_KEYS / W) keys: on AVX2 (W = 8,
+12 accumulators) 4 queries x 24 keys of scores in 12 registers; on AVX-512
+(W = 16) 4 x 32 in 8.  Every buffer is static
 (a block's tile of scores and weights, its maxima and rows of
 accumulators), so the '?' rules of the dynamic schedule hold and the
 workspace does not grow with the sequence; tir-loop-partition splits the
@@ -43,6 +44,11 @@ from ...dialects.te.ops import ComputeOp
 from .topi_attention import STAGES
 
 ROWS = 4   # queries per block: the rows of the score tile's registers
+# keys per tile at most: on AVX-512, 64 (4 vectors, 16 registers of scores)
+# ran 4-25% faster than 32 at 512-1024 tokens, but LLVM's SLP vectorizer
+# spent 28 s on its unrolled code (32: 7 s of LLVM for the kernel, still a
+# GPT-2 build's largest)
+MAX_TILE_KEYS = 32
 
 
 def is_attention(e, outputs):
@@ -73,7 +79,7 @@ def attention_schedule(e, outputs, width=16, accumulators=16):
         io, _ = s.split(i, factor=ROWS)
         row = s.fuse(b, h, io)
         s.parallel(row)
-    tile = width * max(1, accumulators // ROWS)
+    tile = width * max(1, min(accumulators // ROWS, MAX_TILE_KEYS // width))
     mx, acc, p = stage["T_attn_max"], stage["T_attn_acc"], stage["T_attn_p"]
     # pass 2's loops first: the maxima are computed at them (their reader,
     # the weights, sits at the accumulator's key tile)
