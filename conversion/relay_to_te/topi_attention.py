@@ -17,7 +17,7 @@ row (b, h, i):
 The accumulator's extra columns hold the softmax's denominator (the
 products with a column of ones), so one pass over the keys gives both the
 weighted sum of v and the sum of the weights; the pad rounds Dv + 1 up to
-a multiple of 16 columns, whole vectors.  The schedule
+a multiple of 8 columns (accumulator_columns), whole AVX2 vectors.  The schedule
 (schedules_attention.py) takes the keys in tiles and computes each stage
 one tile of scores at a time, so no M x N buffer exists.  That is a
 two-pass softmax rather than FlashAttention's online one (a running

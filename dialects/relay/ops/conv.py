@@ -41,7 +41,7 @@ from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from ..layouts import Layout, LayoutError, convert_array
 from .base import OpPattern, RelayOp, ints_at_least, out_dtype, same_dtype, tensor_type
-from .util import accumulation_dtype, padding_kind, spatial_kind
+from .util import accumulation_dtype, padding_kind, spatial_kind, word_bytes
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
 
@@ -258,8 +258,7 @@ class Conv2DPackOp(RelayOp):
     def compute(self, x, wp):
         a = self.attributes
         nb, kh, kw, iw, n = wp.shape
-        b = np.ascontiguousarray(wp, "<i4").view(np.int8).reshape(nb, kh, kw, iw, n, 4)
-        w = b.transpose(0, 4, 3, 5, 1, 2).reshape(nb * n, iw * 4, kh, kw)   # OIHW
+        w = word_bytes(wp).transpose(0, 4, 3, 5, 1, 2).reshape(nb * n, iw * 4, kh, kw)   # OIHW
         y = conv_nd(x.transpose(0, 3, 1, 2).astype(np.int64), w.astype(np.int64), a["strides"], (0, 0, 0, 0),
                     a["dilation"], 1)
         return y.transpose(0, 2, 3, 1).astype(np.int32)

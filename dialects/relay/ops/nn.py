@@ -36,7 +36,8 @@ from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from .base import OpPattern, RelayOp, out_dtype, same_dtype, tensor_type
 from .conv import PADDING, Conv2DOp, conv2d_nchw, normalize_padding  # noqa: F401  (old home)
-from .util import AXES, PAIRS, accumulation_dtype, dims_match, norm_axes, norm_axis, prod, scalar_like, shape_text
+from .util import (AXES, PAIRS, accumulation_dtype, dims_match, norm_axes, norm_axis, prod, scalar_like, shape_text,
+                   word_bytes)
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
 
@@ -126,8 +127,7 @@ def packs_words(layout):
 def unpack_words(wp):
     """The N x K int8 weight of words packed "NC{n}n4c" (wp: N / n, K / 4, n)."""
     nb, kw, n = wp.shape
-    b = np.ascontiguousarray(wp, "<i4").view(np.int8).reshape(nb, kw, n, 4)
-    return b.transpose(0, 2, 1, 3).reshape(nb * n, kw * 4)
+    return word_bytes(wp).transpose(0, 2, 1, 3).reshape(nb * n, kw * 4)
 
 
 class DensePackOp(RelayOp):

@@ -224,3 +224,18 @@ def accumulation_dtype(dt):
     import numpy as np
     dt = np.dtype(dt)
     return np.dtype(np.float32) if dt == np.float16 else dt
+
+
+def word_bytes(words):
+    """The int8 bytes of an array of i32 words (packed weights for
+    vpdpbusd: "NC{n}n4c", "OHWI{n}o4i"), a trailing axis of 4, byte 0 the
+    lowest (little-endian)."""
+    import numpy as np
+    return np.ascontiguousarray(words, "<i4").view(np.int8).reshape(words.shape + (4,))
+
+
+def bytes_as_words(b):
+    """word_bytes' inverse: int8 with a trailing axis of 4 -> i32 words."""
+    import numpy as np
+    return np.ascontiguousarray(b, np.int8).view("<i4").reshape(b.shape[:-1]).astype(np.int32)
+

@@ -49,6 +49,7 @@ def _dense(op, block, made, vu, pack_width):
     import numpy as np
     from ....ir import types as T
     from ..ops.nn import DensePackOp
+    from ..ops.util import bytes_as_words
     from .alter_op_layout import MIN_ROWS, _constant_like, _rows, _weight_nk, pad_width
     w = _dense_weight(op)
     if w is None:
@@ -64,8 +65,8 @@ def _dense(op, block, made, vu, pack_width):
     wp = made.get(key)
     if wp is None:
         full = np.concatenate([arr, np.zeros((pad, k), np.int8)]) if pad else np.asarray(arr, np.int8)
-        words = np.ascontiguousarray(full.reshape((n + pad) // nb, nb, k // 4, 4).transpose(0, 2, 1, 3))
-        wp = made[key] = _constant_like(w, words.view("<i4").reshape(words.shape[:3]), f"w{nb}", T.i32)
+        words = bytes_as_words(full.reshape((n + pad) // nb, nb, k // 4, 4).transpose(0, 2, 1, 3))
+        wp = made[key] = _constant_like(w, words, f"w{nb}", T.i32)
         block.insert_before(op, wp)
     new_ops = _unsigned(op)
     new_ops.append(DensePackOp.build(new_ops[-1].results[0], wp.results[0], loc=op.loc, units=n,
@@ -78,6 +79,7 @@ def _conv(op, block, made, vu, pack_width):
     from ....ir import types as T
     from ..layouts import convert_array
     from ..ops.conv import Conv2DPackOp
+    from ..ops.util import bytes_as_words
     from .alter_op_layout import _constant_like
     from .quantize.realize import op_class
     w = _conv_weight(op)
@@ -94,9 +96,8 @@ def _conv(op, block, made, vu, pack_width):
     wp = made.get(key)
     if wp is None:
         # [O/n, n, I/4, 4, KH, KW] -> [O/n, KH, KW, I/4, n, 4]: a word's bytes are 4 input channels
-        b = np.ascontiguousarray(oihw.astype(np.int8).reshape(o // nb, nb, i // 4, 4, kh, kw)
-                                 .transpose(0, 4, 5, 2, 1, 3))
-        wp = made[key] = _constant_like(w, b.view("<i4").reshape(b.shape[:5]), f"w{nb}", T.i32)
+        words = bytes_as_words(oihw.reshape(o // nb, nb, i // 4, 4, kh, kw).transpose(0, 4, 5, 2, 1, 3))
+        wp = made[key] = _constant_like(w, words, f"w{nb}", T.i32)
         block.insert_before(op, wp)
     new_ops = _unsigned(op)
     top, left, bottom, right = a["padding"]
