@@ -4,6 +4,13 @@ f32, through build(...).run, with numpy (OpenBLAS, f32) beside them.
     .venv/bin/python bench/lowp.py [--shapes 1x768x3072,32x768x3072,512x768x3072]
                                    [--threads 2] [--repeat 12]
 
+Two tables.  The first has both operands as inputs (the kernel converts
+or packs them on every call).  The second is a model's layer: the weight a
+constant, f32 against the same dense through --to-mixed-precision
+(bfloat16), built for this CPU (on AVX512-BF16, --alter-op-layout packs
+the weight in bf16 pairs for vdpbf16ps) and with ``-mattr=-avx512bf16``
+(the weight packed as bf16, converted to f32 in the kernel).
+
 Each shape MxKxN is nn.dense(x [M, K], w [N, K]) with both operands
 inputs of the dtype (bf16 as uint16 bits), out_dtype float32; the f32
 build is the same dense in f32.  Checked against numpy on the rounded
@@ -79,6 +86,61 @@ def main(argv=None):
               f" {med[1] / med[0]:8.2f} {med[2] / med[0]:8.2f}  "
               + "/".join(f"{flop / t / 1e9:.0f}" for t in med[:3]) + "  "
               + "/".join(f"{g:.1f}" for g in gbs) + "  "
+              + "/".join(f"{spread_pct(t):.0f}%" for t in times), flush=True)
+    bench_constant_weight(a.shapes.split(","), a.repeat)
+
+
+def constant_weight_text(m, k, n):
+    return (f"relay.func @main(%x: tensor<{m}x{k}xf32>) -> tensor<{m}x{n}xf32> {{\n"
+            f"  %w = constant dense<0.0> : tensor<{n}x{k}xf32>\n"
+            f"  %d = nn.dense(%x, %w) : tensor<{m}x{n}xf32>\n  return %d\n}}\n")
+
+
+def constant_weight_models(m, k, n, w):
+    """{name: (module, target)}: the f32 layer, and its --to-mixed-precision
+    bf16 form for this CPU and for one without AVX512-BF16."""
+    from tvmd.ir.attributes import DenseAttr
+    from tvmd.ir.pass_manager import PassContext
+    from tvmd.ir.registry import get_pass_class
+    from tvmd.parser import parse_module
+
+    def module(mixed):
+        mod = parse_module(constant_weight_text(m, k, n))
+        c = next(op for op in mod.lookup("main").body.ops if op.name == "relay.constant")
+        c.attributes["value"] = DenseAttr(w, c.results[0].type)
+        if mixed:
+            get_pass_class("to-mixed-precision")(dtype="bfloat16").run(mod, PassContext())
+        return mod
+    return {"f32": (module(False), "llvm"), "bf16": (module(True), "llvm"),
+            "bf16 -avx512bf16": (module(True), "llvm -mattr=-avx512bf16")}
+
+
+def bench_constant_weight(shapes, repeat):
+    from tvmd.runtime.build import build
+    from tvmd.testing import bfloat16
+    print("\nconstant weight (a model's layer), the bf16 forms through --to-mixed-precision:")
+    print(f"{'M x K x N':>16} {'f32 ms':>9} {'bf16 ms':>9} {'-avx512bf16':>12} {'numpy ms':>9} {'bf16/f32':>8} "
+          f"{'-bf16/f32':>9}  GFLOP/s (f32/bf16/-avx512bf16)  bf16 packs  spread")
+    rng = np.random.default_rng(1)
+    for shape in shapes:
+        m, k, n = (int(v) for v in shape.split("x"))
+        x, w = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32)
+        runs, packs = [], ""
+        for name, (mod, target) in constant_weight_models(m, k, n, w).items():
+            model = build(mod, target=target, fallback=False)
+            want = x @ w.T if name == "f32" else \
+                bfloat16.rounded(bfloat16.value(bfloat16.bits(x)).astype(np.float64)
+                                 @ bfloat16.rounded(w).astype(np.float64).T)
+            np.testing.assert_allclose(model.run(x), want, rtol=1e-2 if name != "f32" else 1e-4, atol=1e-2)
+            if name == "bf16":
+                packs = str(model.stats["alter-op-layout"].get("bf16-dense-pack", 0))
+            runs.append(lambda model=model: model.run(x))
+        times = interleaved_times(runs + [lambda: x @ w.T], repeat)
+        med = [float(np.median(t)) for t in times]
+        flop = 2.0 * m * k * n
+        print(f"{shape:>16} " + " ".join(f"{t * 1e3:9.3f}" for t in med[:2]) + f" {med[2] * 1e3:12.3f}"
+              f" {med[3] * 1e3:9.3f} {med[1] / med[0]:8.2f} {med[2] / med[0]:9.2f}  "
+              + "/".join(f"{flop / t / 1e9:.0f}" for t in med[:3]) + f"  {packs:>10}  "
               + "/".join(f"{spread_pct(t):.0f}%" for t in times), flush=True)
 
 

@@ -53,7 +53,7 @@ from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from .. import abi
 from ..names import comment_text, llvm_symbols
-from .intrinsics import LLVM_INTRINSIC, emit_intrinsic, intrinsic, vpdpbusd
+from .intrinsics import DOT_INSTRUCTIONS, LLVM_INTRINSIC, dot_accumulate, emit_intrinsic, intrinsic
 from .irutil import I32, I64, PTR, VOID, BFloatType, alloca, c64, declare, loop_metadata
 from .parallel import WORKER_TYPE, free_values, parallel_for
 
@@ -131,8 +131,9 @@ def _vectorizable(loop) -> bool:
 class ModuleCodegen:
     """Builds one llvmlite module from any number of tir.funcs."""
 
-    def __init__(self, name="tvmd", triple=None, data_layout=None, vnni_lanes=()):
-        self.vnni_lanes = tuple(sorted(vnni_lanes, reverse=True))   # vpdpbusd widths the CPU has
+    def __init__(self, name="tvmd", triple=None, data_layout=None, dot_lanes=None):
+        # per dot intrinsic, the widths of the instruction the CPU has (widest first)
+        self.dot_lanes = {k: tuple(sorted(v, reverse=True)) for k, v in (dot_lanes or {}).items()}
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
@@ -269,26 +270,29 @@ class FuncCodegen:
             val = float(val)
         self.values[op.results[0]] = ir.Constant(lt, val)
 
-    def vnni_width(self, t):
-        """The vpdpbusd width (i32 lanes) that computes a dot4_u8s8 of tir
-        type t in whole pieces (a power of two of them), or None: a
-        scalar, or a CPU without VNNI."""
-        if not isinstance(t, T.VectorType) or t.element_type is not T.i32:
+    def dot_width(self, name, t):
+        """The width (lanes) of the instruction that computes intrinsic
+        `name` (a DOT_INSTRUCTIONS one) of tir type t in whole pieces (a
+        power of two of them), or None: a scalar, or a CPU without it."""
+        if not isinstance(t, T.VectorType) or name not in DOT_INSTRUCTIONS:
             return None
         n = t.shape[0]
-        return next((w for w in self.mod.vnni_lanes if n % w == 0 and (n // w) & (n // w - 1) == 0), None)
+        return next((w for w in self.mod.dot_lanes.get(name, ()) if n % w == 0 and (n // w) & (n // w - 1) == 0),
+                    None)
 
     def fused_dot(self, op):
-        """The operand pair (acc, dot) when `op` is ``addi(acc,
-        dot4_u8s8(a, b))`` (either order) whose dot has no other use and
-        vpdpbusd computes: the add is the instruction's accumulator."""
-        if type(op) is not A.AddIOp or self.vnni_width(op.results[0].type) is None:
+        """(acc, dot, lanes) when `op` is ``addi(acc, dot4_u8s8(a, b))`` or
+        ``addf(acc, dot2_bf16(a, b))`` (either order) whose dot has no other
+        use and an instruction of the CPU computes: the add is the
+        instruction's accumulator (vpdpbusd, vdpbf16ps)."""
+        if type(op) is not A.AddIOp and type(op) is not A.AddFOp:
             return None
         for k in (0, 1):
             d = op.operands[k].defining_op()
-            if isinstance(d, tir.IntrinOp) and d.attributes["intrin"] == "dot4_u8s8" and \
-                    op.operands[k].has_one_use():
-                return op.operands[1 - k], d
+            if isinstance(d, tir.IntrinOp) and op.operands[k].has_one_use():
+                lanes = self.dot_width(d.attributes["intrin"], op.results[0].type)
+                if lanes is not None:
+                    return op.operands[1 - k], d, lanes
         return None
 
     def arith(self, op):
@@ -297,9 +301,9 @@ class FuncCodegen:
         r = op.results[0]
         fused = self.fused_dot(op)
         if fused is not None:
-            acc, dot = fused
-            self.values[r] = vpdpbusd(self.m, b, self.v(acc), *(self.v(x) for x in dot.operands),
-                                      self.vnni_width(r.type))
+            acc, dot, lanes = fused
+            self.values[r] = dot_accumulate(self.m, b, dot.attributes["intrin"], self.v(acc),
+                                            *(self.v(x) for x in dot.operands), lanes)
             return
         args = [self.v(x) for x in op.operands]
         rt = r.type
@@ -429,6 +433,8 @@ class FuncCodegen:
                 return b.trunc(x, dst_t)
             zero_ext = cls is A.ExtUIOp or src is T.i1 or getattr(src, "unsigned", False)
             return b.zext(x, dst_t) if zero_ext else b.sext(x, dst_t)
+        if cls is A.BitcastOp:
+            return b.bitcast(x, dst_t)
         if cls is A.SIToFPOp and (src is T.i1 or getattr(src, "unsigned", False)):
             cls = A.UIToFPOp   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
         if cls is A.TruncFOp and T.element_type(op.results[0].type) is T.bf16:
@@ -653,7 +659,7 @@ class FuncCodegen:
     def op_tir_intrin(self, op):
         users = op.results[0].users
         if len(users) == 1 and isinstance(users[0], A.ArithOp) and self.fused_dot(users[0]) is not None:
-            return   # its add emits vpdpbusd
+            return   # its add emits the dot instruction
         args = [self.v(x) for x in op.operands]
         self.values[op.results[0]] = emit_intrinsic(self.m, self.b, op.attributes["intrin"], args)
 
@@ -694,11 +700,12 @@ _HANDLERS = {
 }
 
 
-def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd", vnni_lanes=()):
+def generate(funcs, triple=None, data_layout=None, manifest=False, name="tvmd", dot_lanes=None):
     """An llvmlite ir.Module for `funcs` (tir.func ops); with `manifest`, the
     JSON signature table an object file needs to be loaded back.
-    `vnni_lanes`: the vpdpbusd widths the target CPU has (VectorUnit)."""
-    cg = ModuleCodegen(name, triple, data_layout, vnni_lanes)
+    `dot_lanes`: per dot intrinsic, the widths of its instruction the
+    target CPU has (VectorUnit.dot_lanes)."""
+    cg = ModuleCodegen(name, triple, data_layout, dot_lanes)
     for f in funcs:
         cg.add_func(f)
     if manifest:

@@ -139,26 +139,61 @@ def dot4_u8s8(builder, a, b):
     return total
 
 
-# vpdpbusd (AVX512-VNNI; the 256- and 128-bit forms with AVX512VL, or AVX-VNNI,
-# which LLVM selects from the same intrinsics) per vector of i32 lanes
-VPDPBUSD = {16: "llvm.x86.avx512.vpdpbusd.512", 8: "llvm.x86.avx512.vpdpbusd.256",
-            4: "llvm.x86.avx512.vpdpbusd.128"}
+def dot2_bf16(builder, a, b):
+    """tir's dot2_bf16 in plain arithmetic (any CPU): each i32 word's halves
+    made f32 (the low half shifted up, the high half masked), the two
+    products (exact in f32) summed."""
+    t = a.type
+    ft = ir.VectorType(ir.FloatType(), t.count) if isinstance(t, ir.VectorType) else ir.FloatType()
+
+    def lo(w):
+        return builder.bitcast(builder.shl(w, _splat(t, 16)), ft)
+
+    def hi(w):
+        return builder.bitcast(builder.and_(w, _splat(t, -65536)), ft)
+    return builder.fadd(builder.fmul(hi(a), hi(b)), builder.fmul(lo(a), lo(b)))
 
 
-def vpdpbusd(module, builder, acc, a, b, lanes):
-    """acc + dot4_u8s8(a, b) (vectors of i32) through vpdpbusd on pieces
-    of `lanes` (a width VPDPBUSD has that divides the vectors'), the
-    pieces put back together."""
+# The x86 instructions that add a dot of words into an accumulator, per
+# tir intrinsic and vector width (lanes of the i32/f32 result): vpdpbusd
+# (AVX512-VNNI; the 256- and 128-bit forms with AVX512VL, or AVX-VNNI,
+# which LLVM selects from the same intrinsics) and vdpbf16ps (AVX512-BF16;
+# its narrower forms need AVX512VL).  vdpbf16ps adds the high products
+# first, then the low ones, each rounded, and flushes denormals: the fused
+# acc + dot2_bf16 may differ from the unfused one in the last bits.
+DOT_INSTRUCTIONS = {
+    "dot4_u8s8": {16: "llvm.x86.avx512.vpdpbusd.512", 8: "llvm.x86.avx512.vpdpbusd.256",
+                  4: "llvm.x86.avx512.vpdpbusd.128"},
+    "dot2_bf16": {16: "llvm.x86.avx512bf16.dpbf16ps.512", 8: "llvm.x86.avx512bf16.dpbf16ps.256",
+                  4: "llvm.x86.avx512bf16.dpbf16ps.128"},
+}
+
+
+def dot_accumulate(module, builder, name, acc, a, b, lanes):
+    """acc + `name`(a, b) (a DOT_INSTRUCTIONS intrinsic on vectors of i32
+    words; acc of its result type) through the instruction on pieces of
+    `lanes` (a width it has that divides the vectors'), the pieces put
+    back together."""
     n = acc.type.count
-    piece = ir.VectorType(ir.IntType(32), lanes)
-    fn = declare(module, VPDPBUSD[lanes], piece, [piece] * 3)
+    piece = ir.VectorType(acc.type.element, lanes)
+    words = ir.VectorType(ir.IntType(32), lanes)
+    if name == "dot2_bf16":
+        from .irutil import BFloatType
+        operand = ir.VectorType(BFloatType(), 2 * lanes)
+    else:
+        operand = words
+    fn = declare(module, DOT_INSTRUCTIONS[name][lanes], piece, [piece, operand, operand])
 
     def part(v, k):
-        if n == lanes:
-            return v
-        return builder.shuffle_vector(v, ir.Constant(v.type, None),
-                                      ir.Constant(ir.VectorType(ir.IntType(32), lanes), list(range(k, k + lanes))))
-    parts = [builder.call(fn, [part(acc, k), part(a, k), part(b, k)]) for k in range(0, n, lanes)]
+        if n != lanes:
+            v = builder.shuffle_vector(v, ir.Constant(v.type, None),
+                                       ir.Constant(ir.VectorType(ir.IntType(32), lanes), list(range(k, k + lanes))))
+        return v
+
+    def word_part(v, k):
+        v = part(v, k)
+        return v if operand is words else builder.bitcast(v, operand)
+    parts = [builder.call(fn, [part(acc, k), word_part(a, k), word_part(b, k)]) for k in range(0, n, lanes)]
     while len(parts) > 1:   # concatenate pairwise: shufflevector joins two of one type
         joined = []
         for x, y in zip(parts[::2], parts[1::2]):
@@ -174,6 +209,8 @@ def emit_intrinsic(module, builder, name, args):
     t = args[0].type
     if name == "dot4_u8s8":
         return dot4_u8s8(builder, *args)
+    if name == "dot2_bf16":
+        return dot2_bf16(builder, *args)
     if name == "exp" and _is_f32(t):
         return exp_f32(module, builder, args[0])
     base = LLVM_INTRINSIC.get(name)

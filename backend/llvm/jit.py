@@ -67,7 +67,7 @@ def lower(module_op, target=None, opt_level: int = 3, manifest: bool = False, ji
     tm = t.target_machine(opt_level, jit=jit)
     funcs = tir_funcs(module_op)
     irmod, sigs = generate(funcs, triple=tm.triple, data_layout=str(tm.target_data), manifest=manifest,
-                           vnni_lanes=t.vector_unit().vnni_lanes)
+                           dot_lanes=t.vector_unit().dot_lanes)
     text = str(irmod)
     try:
         llmod = llvm.parse_assembly(text)

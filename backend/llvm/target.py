@@ -156,10 +156,17 @@ class LLVMTarget:
 class VectorUnit:
     """A CPU's vector registers: `bits` wide, `registers` of them; and the
     widths (i32 lanes, widest first) of its u8 x s8 dot product vpdpbusd
-    (AVX512-VNNI, AVX-VNNI), none without one."""
+    (AVX512-VNNI, AVX-VNNI) and of its bf16 pair dot product vdpbf16ps
+    (AVX512-BF16, f32 lanes), none without one."""
     bits: int
     registers: int
     vnni_lanes: tuple = ()
+    bf16_lanes: tuple = ()
+
+    @property
+    def dot_lanes(self) -> dict:
+        """The widths above per tir dot intrinsic (tir/ops.py WORD_INTRINSICS)."""
+        return {"dot4_u8s8": self.vnni_lanes, "dot2_bf16": self.bf16_lanes}
 
     @property
     def lanes(self) -> int:
@@ -192,6 +199,9 @@ _AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "ic
 # three widths), or AVX-VNNI alone (256 and 128 bits)
 _AVX512_VNNI_CPUS = ("cascadelake", "cooperlake", "icelake", "tigerlake", "rocketlake", "sapphirerapids",
                      "emeraldrapids", "graniterapids", "diamondrapids", "znver4", "znver5")
+# CPUs with vdpbf16ps (AVX512-BF16; all of them have AVX512VL)
+_AVX512_BF16_CPUS = ("cooperlake", "sapphirerapids", "emeraldrapids", "graniterapids", "diamondrapids",
+                     "znver4", "znver5")
 _AVX_VNNI_CPUS = ("alderlake", "raptorlake", "meteorlake", "arrowlake", "lunarlake", "gracemont",
                   "sierraforest", "grandridge", "clearwaterforest")
 _AVX_CPUS = ("sandybridge", "ivybridge", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
@@ -216,8 +226,11 @@ def vector_unit(triple: str, cpu: str, features: str) -> VectorUnit:
         vnni = (8, 4)
     else:
         vnni = ()
+    bf16 = ()
+    if avx512 and flags.get("avx512bf16", cpu.startswith(_AVX512_BF16_CPUS)):
+        bf16 = (16, 8, 4) if flags.get("avx512vl", True) else (16,)
     if avx512:
-        return VectorUnit(512, 32 if arch == "x86_64" else 8, vnni)
+        return VectorUnit(512, 32 if arch == "x86_64" else 8, vnni, bf16)
     if flags.get("avx", cpu.startswith(_AVX512_CPUS + _AVX_CPUS)):
         return VectorUnit(256, regs, vnni)
     return VectorUnit(128, regs)

@@ -129,7 +129,7 @@ def _matmul(op, ins, eqs, e):
 
 
 def _dense_pack(op, ins, eqs, e):
-    """x [.., K] by a weight packed [N / n, K, n] (or K / 4 words, static):
+    """x [.., K] by a weight packed [N / n, K, n] (or K / 4 or K / 2 words, static):
     the rows, then N (static)."""
     from ...dialects.relay.ops.nn import packs_words
     x, w = ins

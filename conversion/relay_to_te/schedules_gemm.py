@@ -114,13 +114,14 @@ def gemm_plan(c, deps, vu):
 
 
 def word_products(c):
-    """Whether reduction `c` sums dot4_u8s8 of two words (an int8 dense
-    packed "NC{n}n4c"): the GEMM whose multiply-add is vpdpbusd, on i32
-    lanes as many as f32's."""
+    """Whether reduction `c` sums dot4_u8s8 or dot2_bf16 of two words (a
+    dense packed "NC{n}n4c" or "NC{n}n2c"): the GEMM whose multiply-add
+    is vpdpbusd (on i32 lanes as many as f32's) or vdpbf16ps."""
     from ...dialects.te.ops import IntrinOp
+    from ...dialects.tir.ops import WORD_INTRINSICS
     last = c.body.terminator
     y = last.operands[0].defining_op() if last is not None and last.operands else None
-    return isinstance(y, IntrinOp) and y.attributes["intrin"] == "dot4_u8s8"
+    return isinstance(y, IntrinOp) and y.attributes["intrin"] in WORD_INTRINSICS
 
 
 # A packed weight this large is read from memory, not from cache, on every

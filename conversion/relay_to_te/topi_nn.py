@@ -67,21 +67,25 @@ def dense_pack(e, op, args):
     packed B is (schedules_gemm.packed_width).  Packed "NC{n}n4c" (i32
     words of four i8 weights), a stage makes words of the data's bytes
     and C[.., j] = sum_kw dot4_u8s8(words[.., kw], wp[j / n, kw, j % n]):
-    the same GEMM over K / 4, whose multiply-add is vpdpbusd."""
+    the same GEMM over K / 4, whose multiply-add is vpdpbusd.  Packed
+    "NC{n}n2c" (i32 words of two bf16 weights), the same with words of
+    the bf16 data's pairs and dot2_bf16: vdpbf16ps, over K / 2."""
     from ...dialects.relay.ops.nn import packed_width, packs_words
     t = out_type(op)
     x, w = as_tensor(e, args[0], "data"), as_tensor(e, args[1], "weight")
     k, n = x.type.shape[-1], packed_width(op.attributes["weight_layout"])
     ot = t.element_type
     names = (["i"] if t.rank == 2 else [f"i{d}" for d in range(t.rank - 1)]) + ["j"]
-    if packs_words(op.attributes["weight_layout"]):
-        words = data_words(e, x)
+    per_word = packs_words(op.attributes["weight_layout"])
+    if per_word:
+        words = data_words(e, x, per_word)
+        intrin = "dot4_u8s8" if per_word == 4 else "dot2_bf16"
 
         def dot(e, *idx):
             *i, j, r = idx
             b = e.read(w, [e.floordiv(j, n), r, e.floormod(j, n)])
-            return e.intrin("dot4_u8s8", e.read(words, list(i) + [r]), b)
-        return compute(e, t, dot, reduce=[("k", k // 4)], reducer="sum", names=names,
+            return e.intrin(intrin, e.read(words, list(i) + [r]), b)
+        return compute(e, t, dot, reduce=[("k", k // per_word)], reducer="sum", names=names,
                        name=stage_name(op, "T_dense_pack"))
 
     def body(e, *idx):
@@ -115,25 +119,31 @@ def conv2d_pack(e, op, args):
                    names=["n", "h", "w", "c"], name=stage_name(op, "conv2d"))
 
 
-def data_words(e, x):
+def data_words(e, x, per_word=4):
     """words[.., kw] = x[.., 4kw] | x[.., 4kw + 1] << 8 | .. << 24 (i32): the
     uint8 data as the little-endian words it is in memory, which the
     schedule inlines and LLVM loads as one (a stage of its own only to
-    give the product two reads, a GEMM's)."""
+    give the product two reads, a GEMM's).  With per_word 2, the bf16
+    data's bits in pairs: x[.., 2kw] | x[.., 2kw + 1] << 16."""
     *lead, k = x.type.shape
     i32 = T.i32
+    width = 32 // per_word
 
     def body(e, *idx):
         *i, kw = idx
         word = None
-        for b in range(4):
-            v = e.cast(e.read(x, list(i) + [e.add(e.mul(kw, 4), b)]), i32)
+        for b in range(per_word):
+            v = e.read(x, list(i) + [e.add(e.mul(kw, per_word), b)])
+            if per_word == 2:   # bf16: its bits, zero-extended
+                v = e.op("arith.extui", [e.op("arith.bitcast", [v], [T.i16])], [i32])
+            else:
+                v = e.cast(v, i32)
             if b:
-                v = e.op("arith.shli", [v, e.const(8 * b, i32)], [i32])
+                v = e.op("arith.shli", [v, e.const(width * b, i32)], [i32])
             word = v if word is None else e.op("arith.ori", [word, v], [i32])
         return word
     names = [f"i{d}" for d in range(len(lead))] + ["kw"]
-    return compute(e, T.TensorType(tuple(lead) + (k // 4,), i32), body, names=names, name="T_dense_words")
+    return compute(e, T.TensorType(tuple(lead) + (k // per_word,), i32), body, names=names, name="T_dense_words")
 
 
 # -- convolutions ----------------------------------------------------------------------------

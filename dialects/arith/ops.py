@@ -307,8 +307,14 @@ TruncFOp = _cast("TruncFOp", "arith.truncf", lambda s, d: T.is_float(s) and T.is
 ExtSIOp = _cast("ExtSIOp", "arith.extsi", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth > s.bitwidth)
 ExtUIOp = _cast("ExtUIOp", "arith.extui", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth > s.bitwidth)
 TruncIOp = _cast("TruncIOp", "arith.trunci", lambda s, d: T.is_int(s) and T.is_int(d) and d.bitwidth < s.bitwidth)
+# the same bits read as another type of one width (bf16 <-> i16, f32 <-> i32):
+# how a kernel packs bf16 values into the i32 words of a dot product
+BitcastOp = _cast("BitcastOp", "arith.bitcast", lambda s, d: s is not d and s is not T.index and
+                  d is not T.index and s.bitwidth == d.bitwidth)
 
-CAST_OPS = [IndexCastOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp, ExtFOp, TruncFOp, ExtSIOp, ExtUIOp, TruncIOp]
+CAST_OPS = [IndexCastOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp, ExtFOp, TruncFOp, ExtSIOp, ExtUIOp, TruncIOp,
+            BitcastOp]
+
 
 
 def binary_for(kind: str, t) -> type:

@@ -54,6 +54,8 @@ Integers are signless bit patterns of their width (MLIR's model); the
 * ``fptosi fptoui`` truncate toward zero; a NaN or a value outside the
   destination's range is **undefined** (LLVM: poison); the interpreters give
   numpy's ``astype`` result.  ``extf truncf`` round to nearest even.
+  ``bitcast`` keeps the bits, between types of one width (``i32`` and
+  ``f32``, ``i16`` and ``bf16``; never ``index``).
 * floats are IEEE: ``divf`` by zero gives inf/NaN, ``remf`` is C's
   ``fmod`` (LLVM ``frem``), ``powf`` is libm ``pow``.  ``maximumf
   minimumf`` propagate NaN (LLVM ``llvm.maximum``/``llvm.minimum``, numpy
@@ -381,6 +383,10 @@ def _dtype(t):
 def cast_fn(name, src, dst):
     """The array form of cast op `name` from element type `src` to `dst`."""
     sdt, ddt = _dtype(src), _dtype(dst)
+    if name == "arith.bitcast":
+        def bitcast(a):
+            return np.asarray(a, sdt).view(ddt)[()]
+        return bitcast
     if T.is_int(src):
         unsigned = name in _READS_UNSIGNED or src is T.i1 or getattr(src, "unsigned", False)
         read = _unsigned if unsigned else _signed

@@ -225,7 +225,9 @@ class Emitter:
         return self.op(name, [v], [to])
 
     def intrin(self, name, *args):
-        return self.op("te.intrin", list(args), [args[0].type], {"intrin": name})
+        from ..tir.ops import WORD_INTRINSICS
+        t = WORD_INTRINSICS.get(name, args[0].type)   # a dot of words has its own type
+        return self.op("te.intrin", list(args), [t], {"intrin": name})
 
     def read(self, tensor, indices, guard=True, else_value=0.0):
         """``te.read``; with a guard (an i1 Value) a guarded read."""

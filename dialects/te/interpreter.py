@@ -28,7 +28,7 @@ import numpy as np
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from ..arith import ops as A
-from ..tir.interpreter import dot4_u8s8
+from ..tir.interpreter import dot2_bf16, dot4_u8s8
 from .ops import ReadOp
 
 # elements of one compute evaluated at once (index grid incl. reduce axes)
@@ -43,7 +43,7 @@ INTRINSIC_FNS = {
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "sin": np.sin,
     "cos": np.cos, "pow": np.power, "log2": np.log2, "log10": np.log10, "tan": np.tan,
     "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "dot4_u8s8": dot4_u8s8,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "dot4_u8s8": dot4_u8s8, "dot2_bf16": dot2_bf16,
 }
 
 

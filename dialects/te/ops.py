@@ -37,7 +37,7 @@ from ...ir.attrkinds import ANY, FLAG, FLOAT, INTS, STR, SYMBOL as SYMBOL_REF, T
 from ...ir.core import Attr, Operation
 from ...ir.traits import ISOLATED_FROM_ABOVE, PURE, SINGLE_BLOCK, SYMBOL, TERMINATOR
 from ...ir.func_like import print_func_like, verify_func_like
-from ..tir.ops import INT_INTRINSICS, INTRINSICS, IntrinOpBase   # te lowers to tir, so it may use tir's pieces
+from ..tir.ops import INTRINSICS, WORD_INTRINSICS, IntrinOpBase   # te lowers to tir, so it may use tir's pieces
 
 REDUCERS = ("sum", "prod", "max", "min", "argmax", "argmin")
 # a '?' reduce extent in the reduce_extents attribute; its size is an operand
@@ -484,4 +484,4 @@ class IntrinOp(IntrinOpBase):
 
     __slots__ = ()
     name = "te.intrin"
-    KNOWN = {**{k: v for k, v in INTRINSICS.items() if k != "fma"}, **INT_INTRINSICS}
+    KNOWN = {**{k: v for k, v in INTRINSICS.items() if k != "fma"}, **{k: 2 for k in WORD_INTRINSICS}}

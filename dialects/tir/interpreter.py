@@ -93,13 +93,24 @@ def _fma(a, b, c):
 
 
 def dot4_u8s8(a, b):
-    """tir.ops.INT_INTRINSICS: the four byte products of words a (unsigned
+    """tir.ops.WORD_INTRINSICS: the four byte products of words a (unsigned
     bytes) and b (signed), summed in int64 (at most 4 * 255 * 128)."""
     a, b = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
     total = np.zeros(np.broadcast(a, b).shape, np.int64)
     for i in range(4):
         total += ((a >> 8 * i) & 255) * ((((b >> 8 * i) & 255) ^ 128) - 128)
     return total
+
+
+def dot2_bf16(a, b):
+    """tir.ops.WORD_INTRINSICS: hi(a) * hi(b) + lo(a) * lo(b), the bf16
+    halves of words a and b as f32 (their products are exact in f32), the
+    sum in f64 (the caster rounds it to f32)."""
+    a, b = np.asarray(a).astype(np.uint32), np.asarray(b).astype(np.uint32)
+
+    def half(w, shift):
+        return ((w >> shift) << 16).astype(np.uint32).view(np.float32).astype(np.float64)
+    return half(a, 16) * half(b, 16) + half(a & 0xFFFF, 0) * half(b & 0xFFFF, 0)
 
 
 # name -> numpy implementation (dtype preserving; the caster rounds back)
@@ -109,7 +120,7 @@ INTRINSIC_IMPLS = {
     "round": np.rint, "trunc": np.trunc, "sin": np.sin, "cos": np.cos, "pow": np.power, "fma": _fma,
     "log2": np.log2, "log10": np.log10, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh,
-    "atanh": np.arctanh, "dot4_u8s8": dot4_u8s8,
+    "atanh": np.arctanh, "dot4_u8s8": dot4_u8s8, "dot2_bf16": dot2_bf16,
 }
 
 

@@ -25,7 +25,8 @@
 * ``tir.if %cond { ... } else { ... }``, ``tir.intrin "exp"(%x) : f32``
   (math functions; ``"dot4_u8s8"(%a, %b) : i32``, the sum of the products
   of a's four bytes as unsigned and b's as signed, what x86's vpdpbusd
-  adds per lane), ``tir.barrier`` (``__syncthreads``).
+  adds per lane; ``"dot2_bf16"(%a, %b) : f32``, the same of two i32 words'
+  bf16 halves, what vdpbf16ps adds), ``tir.barrier`` (``__syncthreads``).
 """
 
 from __future__ import annotations
@@ -335,24 +336,28 @@ INTRINSICS = {
     "asinh": 1, "acosh": 1, "atanh": 1,
 }
 
-# integer intrinsics, on i32 (or i32 vectors): name -> arity.  dot4_u8s8(a, b):
-# sum over bytes i < 4 of u8(a >> 8i) * s8(b >> 8i) (words little-endian), a
-# lane of vpdpbusd (x86 VNNI) without its accumulator; LLVM's codegen folds
-# the add that takes it into the instruction's accumulator
-INT_INTRINSICS = {"dot4_u8s8": 2}
+# dot products of two i32 words (or i32 vectors) of packed narrow values:
+# name -> the result's element type.  Each is a lane of an x86 dot-product
+# instruction without its accumulator; LLVM's codegen folds the add that
+# takes it into the instruction's accumulator.
+#   dot4_u8s8(a, b): sum over bytes i < 4 of u8(a >> 8i) * s8(b >> 8i)
+#       (words little-endian), in i32: vpdpbusd (AVX512-VNNI, AVX-VNNI)
+#   dot2_bf16(a, b): hi(a) * hi(b) + lo(a) * lo(b), the bf16 halves as f32
+#       (the products are exact), in f32: vdpbf16ps (AVX512-BF16)
+WORD_INTRINSICS = {"dot4_u8s8": T.i32, "dot2_bf16": T.f32}
 
 
 class IntrinOpBase(Operation):
     """``<name> "exp"(%x) : f32``: a math function on floats (or float
-    vectors), or one of INT_INTRINSICS on i32; te.intrin shares the checks
-    and the form."""
+    vectors), or one of WORD_INTRINSICS on i32 words; te.intrin shares the
+    checks and the form."""
 
     __slots__ = ()
     OPERANDS = ("*args",)
     RESULTS = ("result",)
     ATTRS = {"intrin": Attr(STR)}
     traits = frozenset({PURE})
-    KNOWN = {**INTRINSICS, **INT_INTRINSICS}
+    KNOWN = {**INTRINSICS, **{k: 2 for k in WORD_INTRINSICS}}
 
     def verify_(self):
         name = self.attributes["intrin"]
@@ -362,10 +367,16 @@ class IntrinOpBase(Operation):
         if len(self.operands) != arity:
             raise self.error(f"'{name}' takes {arity} argument(s), got {len(self.operands)}")
         t = self.results[0].type
-        if name in INT_INTRINSICS:
-            if T.element_type(t) is not T.i32:
-                raise self.error(f"'{name}' computes on i32 words, got {t}")
-        elif not T.is_float(T.element_type(t)):
+        if name in WORD_INTRINSICS:
+            want = WORD_INTRINSICS[name]
+            if T.element_type(t) is not want:
+                raise self.error(f"'{name}' gives {want}, got {t}")
+            words = T.VectorType(t.shape, T.i32) if isinstance(t, T.VectorType) else T.i32
+            for v in self.operands:
+                if v.type is not words:
+                    raise self.error(f"'{name}' takes i32 words ({words}), got {v.type}")
+            return
+        if not T.is_float(T.element_type(t)):
             raise self.error(f"'{name}' computes on floats, got {t}")
         for v in self.operands:
             if v.type is not t:

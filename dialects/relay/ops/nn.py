@@ -36,8 +36,8 @@ from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from .base import OpPattern, RelayOp, out_dtype, same_dtype, tensor_type
 from .conv import PADDING, Conv2DOp, conv2d_nchw, normalize_padding  # noqa: F401  (old home)
-from .util import (AXES, PAIRS, accumulation_dtype, dims_match, norm_axes, norm_axis, prod, scalar_like, shape_text,
-                   word_bytes)
+from .util import (AXES, PAIRS, accumulation_dtype, bf16_values, dims_match, norm_axes, norm_axis, prod, scalar_like,
+                   shape_text, word_bytes, word_halves)
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
 
@@ -113,21 +113,30 @@ class MatmulOp(RelayOp):
 
 
 def packed_width(layout):
-    """n of a packed dense weight layout "NC{n}n" or "NC{n}n4c" (None: not one)."""
+    """n of a packed dense weight layout "NC{n}n", "NC{n}n4c" or "NC{n}n2c" (None: not one)."""
     import re
-    m = re.fullmatch(r"NC([1-9][0-9]*)n(4c)?", layout)
+    m = re.fullmatch(r"NC([1-9][0-9]*)n([42]c)?", layout)
     return int(m.group(1)) if m else None
 
 
 def packs_words(layout):
-    """Whether packed layout `layout` holds i32 words of four i8 weights ("NC{n}n4c")."""
-    return layout.endswith("n4c")
+    """Weights per i32 word of packed layout `layout`: 4 (i8, "NC{n}n4c"),
+    2 (bf16, "NC{n}n2c"), or 0 (one weight per element)."""
+    return {"n4c": 4, "n2c": 2}.get(layout[-3:], 0)
 
 
-def unpack_words(wp):
-    """The N x K int8 weight of words packed "NC{n}n4c" (wp: N / n, K / 4, n)."""
+# the data, weight and out_dtype each word layout takes (its instruction's operands)
+_WORD_OPERANDS = {4: (T.u8, "int32", "ui8 data and i32 words of i8 weights, out_dtype int32 (vpdpbusd's operands)"),
+                  2: (T.bf16, "float32", "bf16 data and i32 words of bf16 weight pairs, out_dtype float32 "
+                      "(vdpbf16ps's operands)")}
+
+
+def unpack_words(wp, per_word=4):
+    """The N x K weight of words packed "NC{n}n4c" (int8) or "NC{n}n2c"
+    (bf16 bits, uint16) (wp: N / n, K / per_word, n)."""
     nb, kw, n = wp.shape
-    return word_bytes(wp).transpose(0, 2, 1, 3).reshape(nb * n, kw * 4)
+    halves = word_bytes(wp) if per_word == 4 else word_halves(wp)
+    return halves.transpose(0, 2, 1, 3).reshape(nb * n, kw * per_word)
 
 
 class DensePackOp(RelayOp):
@@ -141,7 +150,10 @@ class DensePackOp(RelayOp):
     Layout "NC{n}n4c" is the int8 form for vpdpbusd (x86 VNNI, which
     multiplies unsigned bytes by signed ones): uint8 data, the weight
     int8 packed four consecutive k to an int32 word (little-endian),
-    ``wp[j / n, k / 4, j % n]`` holding w[j, k .. k + 3]; out_dtype int32."""
+    ``wp[j / n, k / 4, j % n]`` holding w[j, k .. k + 3]; out_dtype int32.
+    Layout "NC{n}n2c" is the bf16 form for vdpbf16ps (AVX512-BF16): bf16
+    data, the weight's bf16 bits two consecutive k to a word (k even in
+    the low half), out_dtype float32."""
     __slots__ = ()
     name = "relay.nn.contrib_dense_pack"
     OPERANDS = ("data", "weight")
@@ -158,23 +170,23 @@ class DensePackOp(RelayOp):
                              f"got '{layout}'")
         words = packs_words(layout)
         if words:
-            if x.element_type is not T.u8 or w.element_type is not T.i32 or out_dtype(self, T.i32) is not T.i32:
-                raise self.error(f"weight_layout {layout} takes ui8 data and i32 words of i8 weights, out_dtype "
-                                 f"int32 (vpdpbusd's operands), got {x.element_type} data, a {w.element_type} "
-                                 f"weight, out_dtype {out_dtype(self, T.i32)}")
-            e = T.i32
+            dt, odt, what = _WORD_OPERANDS[words]
+            e = T.from_dtype_name(odt)
+            if x.element_type is not dt or w.element_type is not T.i32 or out_dtype(self, e) is not e:
+                raise self.error(f"weight_layout {layout} takes {what}, got {x.element_type} data, a "
+                                 f"{w.element_type} weight, out_dtype {out_dtype(self, e)}")
         else:
             e = same_dtype(self, x, w)
         if w.rank != 3 or x.rank < 1:
-            raise self.error(f"expects data of rank >= 1 and a 3-d packed weight (N / n, K{' / 4' * words}, n), "
+            raise self.error(f"expects data of rank >= 1 and a 3-d packed weight (N / n, K{f' / {words}' * bool(words)}, n), "
                              f"got {x} and {w}")
         if w.shape[2] is not None and w.shape[2] != n:
             raise self.error(f"weight_layout {layout} packs {n} columns, but the weight's last axis is {w.shape[2]}")
         if words and (x.shape[-1] is None or w.shape[1] is None):
             raise self.error(f"weight_layout {layout} needs a static reduction, not a dynamic one")
-        if words and x.shape[-1] != 4 * w.shape[1]:
+        if words and x.shape[-1] != words * w.shape[1]:
             raise self.error(f"reduction dimensions differ: data has {x.shape[-1]}, the weight's words "
-                             f"hold {None if w.shape[1] is None else 4 * w.shape[1]}")
+                             f"hold {words * w.shape[1]}")
         if not words and not dims_match(x.shape[-1], w.shape[1]):
             raise self.error(f"reduction dimensions differ: data has {x.shape[-1]}, weight has {w.shape[1]}")
         cols = w.shape[0] * n if w.shape[0] is not None else None
@@ -188,9 +200,13 @@ class DensePackOp(RelayOp):
         dt = self.results[0].type.dtype
         acc = accumulation_dtype(dt)
         units = self.results[0].type.shape[-1]
-        if packs_words(self.attributes["weight_layout"]):
+        per_word = packs_words(self.attributes["weight_layout"])
+        if per_word == 4:
             w = unpack_words(wp)[:units]
             return np.matmul(x.astype(np.int64), w.T.astype(np.int64)).astype(dt)
+        if per_word == 2:   # bf16 bits (uint16): the products exact in f64, the sums rounded once
+            w = bf16_values(unpack_words(wp, 2)[:units])
+            return np.matmul(bf16_values(x), w.T).astype(dt)
         w = wp.transpose(1, 0, 2).reshape(wp.shape[1], -1)[:, :units]    # K x N
         return np.matmul(x.astype(acc), w.astype(acc)).astype(dt)
 

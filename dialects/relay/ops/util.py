@@ -239,3 +239,23 @@ def bytes_as_words(b):
     import numpy as np
     return np.ascontiguousarray(b, np.int8).view("<i4").reshape(b.shape[:-1]).astype(np.int32)
 
+
+def word_halves(words):
+    """The 16-bit halves (bf16 bits, uint16) of an array of i32 words (bf16
+    weights packed for vdpbf16ps: "NC{n}n2c"), a trailing axis of 2, the
+    low half first."""
+    import numpy as np
+    return np.ascontiguousarray(words, "<i4").view(np.uint16).reshape(words.shape + (2,))
+
+
+def halves_as_words(h):
+    """word_halves' inverse: uint16 with a trailing axis of 2 -> i32 words."""
+    import numpy as np
+    return np.ascontiguousarray(h, np.uint16).view("<i4").reshape(h.shape[:-1]).astype(np.int32)
+
+
+def bf16_values(bits):
+    """The f64 values of bf16 bits (uint16), as the runtime holds bf16."""
+    import numpy as np
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+

@@ -12,7 +12,10 @@ fastest (the dense half of TVM's AlterOpLayout for x86).
 
 An int8 dense or NHWC conv2d (i8 data, an i8 constant weight, int32 out)
 on a target with VNNI becomes the product over a weight packed in i32
-words of four i8 for vpdpbusd: alter_op_layout_vnni.py.
+words of four i8 for vpdpbusd: alter_op_layout_vnni.py.  A bf16 dense
+summed in float32 over a constant weight cast to bf16 (what
+--to-mixed-precision makes) on a target with AVX512-BF16 becomes the
+product over words of two bf16 for vdpbf16ps: alter_op_layout_bf16.py.
 
 A GEMM schedule wants, per k, a vector of n adjacent output columns (j),
 read from contiguous memory: the weight packed in panels of n columns, each
@@ -53,6 +56,7 @@ from ....ir.pass_manager import ModulePass, option
 from . import defining_constant, erase_if_dead, relay_functions
 from ..ops.conv import Conv2DOp
 from ..ops.nn import DenseOp, MatmulOp
+from .alter_op_layout_bf16 import pack_bf16
 from .alter_op_layout_vnni import pack_int8
 
 MIN_ROWS = 4          # below: a dot product per output, the weight N x K as it is
@@ -83,7 +87,7 @@ class AlterOpLayout(ModulePass):
 
     def run_on(self, func, ctx):
         stats = {"dense-pack": 0, "conv1x1-pack": 0, "conv-pack": 0, "dense-to-matmul": 0, "int8-dense-pack": 0,
-                 "int8-conv-pack": 0}
+                 "int8-conv-pack": 0, "bf16-dense-pack": 0}
         self._block(func.regions[0].blocks[0], stats)
         for k, v in stats.items():
             ctx.stat(self, k, v)
@@ -140,6 +144,12 @@ class AlterOpLayout(ModulePass):
                 _replace(op, last, dead)
                 stats[kind] += 1
                 continue
+            bf16 = pack_bf16(op, block, made, self._vector_unit(), self.pack_width)
+            if bf16 is not None:
+                new, left = bf16
+                _replace(op, new, dead, left)
+                stats["bf16-dense-pack"] += 1
+                continue
             w = _constant_weight(op)
             if w is None:
                 conv = self._pack_conv(op, block, made) if isinstance(op, Conv2DOp) else None
@@ -192,13 +202,13 @@ class AlterOpLayout(ModulePass):
         erase_if_dead(dead)
 
 
-def _replace(op, new, dead):
+def _replace(op, new, dead, weight=None):
     """`new` (inserted before op) takes op's name and uses; op goes, and
-    its weight constant onto `dead` (erased at the end if nothing else
-    reads it)."""
+    its weight's ops (its constant unless `weight` says) onto `dead`
+    (erased at the end if nothing else reads them)."""
     new.results[0].name = op.results[0].name
     op.results[0].replace_all_uses_with(new.results[0])
-    dead.append(defining_constant(op.operands[1]))
+    dead.extend(weight or [defining_constant(op.operands[1])])
     op.erase()
 
 

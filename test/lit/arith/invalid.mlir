@@ -34,6 +34,14 @@ tir.func @f(%A: memref<8xf32>) {
 // -----
 
 tir.func @f(%A: memref<8xf32>) {
+  %b = arith.constant 1.0 : f32
+  // expected-error@+1 {{cannot cast f32 to i16}}
+  %c = arith.bitcast %b : f32 to i16
+}
+
+// -----
+
+tir.func @f(%A: memref<8xf32>) {
   // expected-error@+1 {{value 1 is not a float for type f32}}
   %b = "arith.constant"() {value = 1} : () -> f32
 }

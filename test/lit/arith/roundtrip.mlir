@@ -24,6 +24,8 @@ tir.func @scalar(%A: memref<8xf32>, %n: index, %B: memref<8xi32>) {
     %s = arith.select %o, %m, %ng : f32
     // CHECK-NEXT: %k = arith.fptosi %s : f32 to i32
     %k = arith.fptosi %s : f32 to i32
+    // CHECK-NEXT: %kb = arith.bitcast %s : f32 to i32
+    %kb = arith.bitcast %s : f32 to i32
     %qi = arith.index_cast %q : index to i32
     %sum = arith.addi %k, %qi : i32
     tir.store %sum, %B[%i] : i32
