@@ -4,6 +4,7 @@
                                   [--vocab 50257] [--prefill 32,128,512]
                                   [--decode 16] [--threads 2] [--repeat 8]
                                   [--seed-matmul 4] [--disable-pass fuse-attention]
+                                  [--mixed-precision bfloat16]
 
 The model is tvmd/testing/gpt_decoder.py's (the decoder of
 examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
@@ -21,6 +22,12 @@ and numpy, GFLOP/s beside the machine's limit.  Then per model:
   present keys and values fed back as the past; tokens per second of each
   engine (the median step; each engine decodes DECODE_ROUNDS times, the
   engines' decodes alternating after a pause).
+
+With --mixed-precision, tvmd's build runs its products in bfloat16 (or
+float16) summed in float32 (build's mixed_precision, --to-mixed-precision;
+on AVX512-BF16 the weights packed for vdpbf16ps), onnxruntime stays
+float32, and the logits' largest difference and argmax agreement are
+printed per prefill length.
 
 Numbers only: this never passes or fails.  Run it on a quiet machine.
 """
@@ -55,6 +62,9 @@ def main(argv=None):
                          "(0: skip)")
     ap.add_argument("--disable-pass", action="append", default=[], metavar="PASS",
                     help="a graph pass of the -O3 preset to leave out (repeatable): A/B of one pass")
+    ap.add_argument("--mixed-precision", choices=["bfloat16", "float16"],
+                    help="build tvmd's model with its products in this type, summed in float32 "
+                         "(onnxruntime stays float32; the logits' difference is printed)")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import tvmd.frontend.onnx_backend as backend
@@ -62,11 +72,15 @@ def main(argv=None):
 
     if a.seed_matmul:
         seed_matmul(backend, a.seed_matmul, a.threads, a.repeat)
-    print(f"GPT-style decoder, hidden {a.hidden}, {a.heads} heads, vocab {a.vocab}; {a.threads} thread(s)")
+    print(f"GPT-style decoder, hidden {a.hidden}, {a.heads} heads, vocab {a.vocab}; {a.threads} thread(s)"
+          + (f"; tvmd's products in {a.mixed_precision} (onnxruntime float32)" if a.mixed_precision else ""))
     for layers in [int(x) for x in a.layers.split(",")]:
         model = decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
         t0 = time.perf_counter()
-        rep = backend.prepare(model, compile_options={"disabled_passes": a.disable_pass} if a.disable_pass else None)
+        options = {"disabled_passes": a.disable_pass} if a.disable_pass else {}
+        if a.mixed_precision:
+            options["mixed_precision"] = a.mixed_precision
+        rep = backend.prepare(model, compile_options=options or None)
         prep = time.perf_counter() - t0
         sess = ort_session(model, a.threads)
         names = [o.name for o in sess.get_outputs()]
@@ -77,6 +91,11 @@ def main(argv=None):
         print(f"  {'prefill':>10} {'tvmd ms':>9} {'ort ms':>9} {'tvmd/ort':>9}  spread tvmd/ort")
         for n in [int(x) for x in a.prefill.split(",")]:
             feeds = step_feeds([int(t) for t in rng.integers(0, a.vocab, n)], 0, empty)
+            if a.mixed_precision:
+                lo, hi = rep.run(feeds)[0], sess.run(None, feeds)[0]
+                print(f"  {a.mixed_precision} logits at {n} tokens: max |tvmd - ort| {np.abs(lo - hi).max():.3g} "
+                      f"(largest |logit| {np.abs(hi).max():.3g}), same argmax at "
+                      f"{100 * np.mean(lo.argmax(-1) == hi.argmax(-1)):.0f}% of positions")
             ours, theirs = interleaved_times([lambda: rep.run(feeds), lambda: sess.run(None, feeds)], a.repeat)
             mo, mt = np.median(ours), np.median(theirs)
             print(f"  {n:>7} tok {mo * 1e3:9.2f} {mt * 1e3:9.2f} {mo / mt:9.2f}  "

@@ -161,16 +161,24 @@ class CompiledModel(EntrySignature):
 LLVM_CONV_LAYOUT = "NHWC"
 
 
-def graph_pipeline(opt_level, target="llvm", disabled_passes=()):
-    """The -O<opt_level> preset; for llvm at -O3, before fuse-ops (where
+def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision=None):
+    """The -O<opt_level> preset; with `mixed_precision` ("bfloat16" or
+    "float16"), to-mixed-precision and a fold-constant before fuse-ops
+    (after the graph simplifications and fuse-attention, whose patterns
+    are float32); for llvm at -O3, then, before fuse-ops (where
     relay.build runs AlterOpLayout, at 3): convs converted to
     LLVM_CONV_LAYOUT (the weights' transforms folded), then alter-op-layout
-    (constant dense weights transposed for the GEMM schedule).  Passes
-    named in `disabled_passes` are left out (TVM's PassContext
-    disabled_pass)."""
+    (constant dense weights transposed for the GEMM schedule; bf16 ones
+    packed for vdpbf16ps).  Passes named in `disabled_passes` are left out
+    (TVM's PassContext disabled_pass)."""
     from ..ir.pass_manager import instantiate, parse_pipeline
     from ..ir.registry import PASSES, PRESETS, get_pass_class
     names = list(PRESETS[f"O{opt_level}"])
+    if mixed_precision:
+        if mixed_precision not in ("bfloat16", "float16"):
+            raise ValueError(f"mixed_precision is 'bfloat16' or 'float16', not {mixed_precision!r}")
+        at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
+        names[at:at] = [f"to-mixed-precision{{dtype={mixed_precision}}}", "fold-constant"]
     if opt_level >= 3 and str(target).split()[0] == "llvm":
         at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
         names.insert(at, f"alter-op-layout{{target='{target}'}}" if str(target) != "llvm" else "alter-op-layout")
@@ -185,14 +193,17 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=()):
 
 def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entry="main",
           tir_passes=("lower-tir",), source_name="<model>", codegen_opt_level=None,
-          tuning_log=None, disabled_passes=()) -> CompiledModel:
+          tuning_log=None, disabled_passes=(), mixed_precision=None) -> CompiledModel:
     """Compile relay `module` (an IR module or relay text); see the module docstring.
     `codegen_opt_level` is LLVM's -O level (default: `opt_level`); 0 compiles
     several times faster, for many small models (the ONNX conformance suite).
     `tuning_log`: an AutoTVM log (a path, or a list of records) whose best
     config per workload each kernel's schedule takes (autotvm/dispatch.py);
     what has no record keeps its default, and one line says how many.
-    `disabled_passes`: graph passes of the preset to skip (``["fuse-attention"]``)."""
+    `disabled_passes`: graph passes of the preset to skip (``["fuse-attention"]``).
+    `mixed_precision`: "bfloat16" or "float16" runs the products in that
+    type, summed in float32 (--to-mixed-precision, TVM's ToMixedPrecision),
+    before fuse-ops; the signature stays float32."""
     from ..ir.pass_manager import PassContext
     from .executor import Executor
     if opt_level not in (0, 1, 2, 3):
@@ -207,7 +218,7 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
     ctx = PassContext()
     try:
         t0 = time.perf_counter()
-        for p in graph_pipeline(opt_level, target, disabled_passes):
+        for p in graph_pipeline(opt_level, target, disabled_passes, mixed_precision):
             if report:
                 report("graph", 0, 0, p.NAME)
             p.run(module, ctx)

@@ -31,3 +31,29 @@ def test_twenty_greedy_tokens_equal_onnxruntime():
     assert got == want
     assert steps == [8] + [1] * 19
     assert rep.builds == 1
+
+
+def test_a_bfloat16_build_serves_every_length_close_to_onnxruntime():
+    """build's mixed_precision through the backend's compile options: the
+    decoder's products in bf16 summed in float32 (on AVX512-BF16 its
+    weights packed for vdpbf16ps), one build for prefill and decoding,
+    the logits within bf16's rounding of onnxruntime's float32 ones."""
+    from tvmd.backend.spec import parse_target
+    from tvmd.testing.gpt_decoder import shapes, step_feeds
+    model = decoder(layers=2, hidden=64, heads=2, vocab=100)
+    rep = backend.prepare(model, compile_options={"mixed_precision": "bfloat16"})
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    nl, heads, dh = shapes(model)
+    past = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+    rng = np.random.default_rng(1)
+    for n in (7, 1, 1, 64):
+        feeds = step_feeds([int(t) for t in rng.integers(0, 100, n)], next(iter(past.values())).shape[1], past)
+        got, want = rep.run(feeds), sess.run(None, feeds)
+        scale = np.abs(want[0]).max()
+        assert np.abs(got[0] - want[0]).max() <= 0.03 * scale, n
+        past = {f"past_{kv}{i}": got[1 + 2 * i + (kv == "v")] for i in range(nl) for kv in "kv"}
+    assert rep.builds == 1
+    stats = rep._dynamic.run.compiled.stats
+    assert stats["to-mixed-precision"]["ops-in-low-precision"] > 0
+    packed = stats["alter-op-layout"].get("bf16-dense-pack", 0)
+    assert (packed > 0) == bool(parse_target("llvm").vector_unit().bf16_lanes)

@@ -94,3 +94,35 @@ def test_compiled_equals_the_emulation(low):
 def test_a_bad_dtype_is_an_option_error():
     with pytest.raises(ValueError, match="float16 or bfloat16"):
         get_pass_class("to-mixed-precision")(dtype="int8").validate()
+
+
+SPLIT = """relay.func @main(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  %w = constant dense<0.0> : tensor<24x16xf32>
+  %d = nn.dense(%x, %w) : tensor<4x24xf32>
+  %t = split(%d) {indices_or_sections = 3, axis = 1} : tuple<tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>>
+  %a = get_item(%t) {index = 0} : tensor<4x8xf32>
+  %b = get_item(%t) {index = 2} : tensor<4x8xf32>
+  %s = add(%a, %b) : tensor<4x8xf32>
+  return %s
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_the_elements_of_a_split_product_follow_it(dtype):
+    """A split of a product's (low-precision) result: its get_items take
+    the low type too.  They kept float32 types once, so the kernels read
+    bf16 bits as float32 (a GPT-2 decoder gave NaN logits)."""
+    from tvmd.ir.attributes import DenseAttr
+    w = np.random.default_rng(4).standard_normal((24, 16)).astype(np.float32)
+    m = parse_module(SPLIT)
+    c = next(op for op in m.lookup("main").body.ops if op.name == "relay.constant")
+    c.attributes["value"] = DenseAttr(w, c.results[0].type)
+    get_pass_class("to-mixed-precision")(dtype=dtype).run(m, PassContext())
+    m.verify()
+    low = "bf16" if dtype == "bfloat16" else "f16"
+    assert f"get_item(%t) {{index = 0}} : tensor<4x8x{low}>" in str(m), str(m)
+    x = np.random.default_rng(5).standard_normal((4, 16)).astype(np.float32)
+    rnd = bf16 if dtype == "bfloat16" else (lambda a: np.asarray(a, np.float32).astype(np.float16).astype(np.float32))
+    d = rnd(rnd(x).astype(np.float64) @ rnd(w).astype(np.float64).T)
+    np.testing.assert_allclose(build(m, fallback=False).run(x), rnd(d[:, :8] + d[:, 16:]), rtol=1e-2, atol=1e-2)

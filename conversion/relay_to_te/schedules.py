@@ -200,14 +200,15 @@ def default_schedule(e, outputs, target="llvm"):
     for o in outs:
         anchor = epilogue.get(o)
         if anchor is None and o in gemms:
-            local = _tile_cached(s, o, lambda st: tile_gemm(s, st, *gemms[o]), o.rank - 2, pads.pop(o, None))
+            local = _tile_cached(s, o, lambda st: tile_gemm(s, st, *gemms[o]), o.rank - 2, pads.pop(o, None),
+                                 vec=True)
             prefetch_panels(s, local)
             continue
         if anchor in gemms:
             f = tile_gemm(s, Stage(s, o), *gemms[anchor])
             s.compute_at(anchor.results[0], f)
             local = Stage(s, anchor)
-            tile_local(s, local, anchor.rank - 2)
+            tile_local(s, local, anchor.rank - 2, vec=True)
             prefetch_panels(s, local)
             continue
         if anchor is None and o.reducer is not None:
@@ -239,7 +240,7 @@ def default_schedule(e, outputs, target="llvm"):
         tile(s, Stage(s, pad), None, vu)
 
 
-def _tile_cached(s, o, tile_fn, block, pad=None):
+def _tile_cached(s, o, tile_fn, block, pad=None, vec=None):
     """Accumulate reduction output `o` in a local tile (registers) computed
     at the parallel loop `tile_fn` makes of the copy-out, which runs once;
     `pad`: o's padding stage, computed at the tile (padding_per_tile).
@@ -250,7 +251,7 @@ def _tile_cached(s, o, tile_fn, block, pad=None):
     local = Stage(s, o, cache.results[0])
     f = tile_fn(Stage(s, o, spatial_only=True))
     s.compute_at(local.value, f)
-    _pad_at(s, pad, tile_local(s, local, block))
+    _pad_at(s, pad, tile_local(s, local, block, vec))
     return local
 
 
@@ -584,14 +585,18 @@ def tile_shape(n_vec, n_block, vu, wide=True, ragged=True):
     return best
 
 
-def tile_local(s, st, block):
+def tile_local(s, st, block, vec=None):
     """A reduction computed at its consumer's tile: reduce axes outside the
     tile's blocked and last axes; the last one vectorized, the blocked one
-    unrolled, when the tile has them.  Returns its outermost loop."""
+    unrolled, when the tile has them.  `vec`: whether the tile's columns
+    are whole vectors (by default, whether the stage's are; a GEMM's tile
+    is whole panels even where its columns end inside the last, an LM
+    head's 50257).  Returns its outermost loop."""
     rank = st.rank
     axes = st.axes(s)
     sp, red = axes[:rank], axes[rank:]
-    vec = vector_factor(st.shape[-1]) is not None
+    if vec is None:
+        vec = vector_factor(st.shape[-1]) is not None
     inner = [sp[-1]]
     if vec and block is not None:
         inner.insert(0, sp[block])

@@ -123,13 +123,40 @@ def _column_panels(s, o, inner, width, accumulators=16):
     # the axes of the local tile are those of the compute it took over (spatial, then k)
     g = list(s._op("te.axes", [acc], len(gemm.body.args), [a.name for a in gemm.body.args]))
     gjo, gji = s.split(g[rank - 1], factor=panel)
-    gju, gjv = s.split(gji, factor=width)
-    s.reorder(*g[:rank - 2], gjo, *g[rank:], g[rank - 2], gju, gjv)
+    packed = _packed_columns(gemm)
+    if packed and packed < panel and panel % packed == 0:
+        # the column panel spans several packed panels: split at theirs
+        # first, so that each vector's weight index (j / n, k, j % n)
+        # simplifies to one panel and an affine column, which tir-vectorize
+        # takes (a dot product of words becomes vdpbf16ps / vpdpbusd only
+        # as a tir vector; LLVM's own vectorizer does not make it one)
+        gjp, gjq = s.split(gji, factor=packed)
+        gju, gjv = s.split(gjq, factor=width)
+        s.reorder(*g[:rank - 2], gjo, *g[rank:], g[rank - 2], gjp, gju, gjv)
+        s.unroll(gjp)
+    else:
+        gju, gjv = s.split(gji, factor=width)
+        s.reorder(*g[:rank - 2], gjo, *g[rank:], g[rank - 2], gju, gjv)
     s.unroll(g[rank - 2])
     s.unroll(gju)
     s.vectorize(gjv)
     _prefetch_next_panels(s, gemm, g, panel)
     return True
+
+
+def _packed_columns(gemm):
+    """n when the GEMM reads a weight packed in panels of n columns
+    (schedules_gemm.packed_width), else None."""
+    from ...dialects.te.ops import ReadOp
+    from .schedules_gemm import packed_width
+    args = list(gemm.body.args)
+    j, k = args[gemm.rank - 1], args[gemm.rank] if len(args) > gemm.rank else None
+    for r in gemm.body.ops:
+        if isinstance(r, ReadOp):
+            n = packed_width(list(r.indices), j, k)
+            if n:
+                return n
+    return None
 
 
 def _prefetch_next_panels(s, gemm, axes, panel):

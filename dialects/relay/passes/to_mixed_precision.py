@@ -92,6 +92,11 @@ class _Converter:
                     if _element(v) is self.low:
                         op.set_operand(i, self.cast(v, T.f32, op))
                 continue
+            if op.name == "relay.get_item" and op.results[0].type != op.operands[0].type.types[op.attributes["index"]]:
+                # an element of a tuple an earlier op now makes in low
+                # precision (split): its type follows, and its users see it
+                self.rebuild(op, list(op.operands))
+                continue
             if not isinstance(op, RelayOp) or op.regions:
                 self.up(op)
                 continue
