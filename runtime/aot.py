@@ -276,9 +276,9 @@ class Entry:
         self.cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (plan.n_inputs + len(plan.results)))(address)
 
     def run(self, arrays, out=None):
-        from .ndarray import empty_aligned
+        from .ndarray import data_ptr, empty_aligned
         outs = list(out) if out is not None else [empty_aligned(*spec) for spec in self.results]
-        self.cfunc(*[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outs])
+        self.cfunc(*[data_ptr(a) for a in arrays], *[data_ptr(o) for o in outs])
         return outs
 
 

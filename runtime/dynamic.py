@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import types as T
-from .ndarray import as_kernel_input, empty_aligned
+from .ndarray import as_kernel_input, data_ptr, empty_aligned
 
 
 class SizeMismatch(ValueError):
@@ -104,5 +104,5 @@ def _direct_call(kernel, n_in, n_sizes, n_out):
     def call(args, sizes, outs):
         bufs = args + [None] * n_sizes + outs   # declared positions: a hidden dim names a buffer's
         dims = [bufs[b].shape[a] for b, a in hidden]
-        cfunc(*[a.ctypes.data for a in args], *sizes, *[o.ctypes.data for o in outs], *dims)
+        cfunc(*[data_ptr(a) for a in args], *sizes, *[data_ptr(o) for o in outs], *dims)
     return call

@@ -37,7 +37,7 @@ from ..dialects.relay.ops import loop as relay_loop
 from ..dialects.tir import ops as tir
 from ..ir import types as T
 from ..ir.attributes import check_constant_size
-from .ndarray import as_aligned, as_kernel_input, available_memory, copy_into, empty_aligned
+from .ndarray import as_aligned, as_kernel_input, available_memory, copy_into, data_ptr, empty_aligned
 
 _NOT_STRAIGHT = (relay_control.IfOp, relay_adt.MatchOp, relay_closure.FnOp, relay_closure.FuncRefOp,
                  relay_adt.ConstructOp, relay_closure.CallIndirectOp)
@@ -419,14 +419,14 @@ class Program:
                     raise _error(f"@{name}: argument {j} is {a.dtype}{list(a.shape)}, "
                                  f"the kernel takes {size} elements of {dtype}")
                 a = env[i] = as_kernel_input(a)
-                args[j] = a.ctypes.data
+                args[j] = data_ptr(a)
             outs = list(fixed_out)
             for j, k in dyn_out:
                 a = sinks.get(out) if k == 0 and not as_tuple else None
                 if a is None:
                     a = empty_aligned(*out_specs[k])
                 outs[k] = a
-                args[j] = a.ctypes.data
+                args[j] = data_ptr(a)
             cfunc(*args)
             env[out] = tuple(outs) if as_tuple else outs[0]
         return run, label, shapes
