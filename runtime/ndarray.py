@@ -29,7 +29,7 @@ def data_ptr(a: np.ndarray) -> int:
     goes through ``a.ctypes``."""
     try:
         return _addressof(_from_buffer(a))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, BufferError):
         return a.ctypes.data
 
 
