@@ -312,6 +312,9 @@ def lower_kernels(module, target, fallback, tir_passes, ctx, report=None, histor
         if reshapes_only(rf):
             from ..ir.attributes import UNIT
             func.attributes["reshape_view"] = UNIT
+        grows = appends_to(rf)
+        if grows is not None:
+            func.attributes["append_to"] = list(grows)
         module.body.insert_before(rf, func)
         if lifted:
             _pass_lifted_constants(module, name, lifted)
@@ -339,6 +342,31 @@ def reshapes_only(rf):
             return False
         prev = op.results[0]
     return isinstance(body[-1], RelayReturnOp) and list(body[-1].operands) == [prev]
+
+
+def appends_to(rf):
+    """(parameter index, axis) when primitive function `rf` returns
+    concatenate(param, x) along an axis with only 1s before it and '?'
+    there (a KV cache's present = past + this step's keys, [1, ?, heads,
+    head_dim] along 1): the past's elements are then the result's first
+    ones, so the executor may grow the result in place behind a past it
+    made itself (runtime/dynamic.py); else None."""
+    from ..dialects.relay.ops.transform import ConcatenateOp
+    body = list(rf.body.ops)
+    if len(body) < 2 or not isinstance(body[-1], RelayReturnOp):
+        return None
+    cat = body[-2]
+    if not isinstance(cat, ConcatenateOp) or len(cat.operands) != 2 or \
+            list(body[-1].operands) != [cat.results[0]]:
+        return None
+    args = list(rf.body.args)
+    if cat.operands[0] not in args:
+        return None
+    t = cat.results[0].type
+    a = cat.attributes["axis"] % t.rank
+    if t.shape[a] is not None or any(d != 1 for d in t.shape[:a]) or not all(d is not None for d in t.shape[a + 1:]):
+        return None
+    return args.index(cat.operands[0]), a
 
 
 def lower_to_te_alone(rf, target):

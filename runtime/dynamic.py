@@ -17,9 +17,23 @@ where a size ``[c, i1, a1, i2, a2, ...]`` is c plus dimension a1 of tensor
 i1 plus ... (concatenate along a '?' axis sums its inputs' sizes).
 
 A step per call: read the sizes, check them, allocate the results, call.
+
+A kernel marked ``append_to = [p, axis]`` (runtime.build.appends_to:
+concatenate(parameter p, x) along an axis with only 1s before it, a KV
+cache's present = past + this step's keys) grows its result in place.
+Its result is a view of the first rows of a buffer with room for more
+(twice the rows, at least 16 more), and the next call whose parameter p
+is exactly that view, and the longest one made of that buffer, writes only
+the new rows behind it, the kernel run with an empty past into them: no
+copy of the cache per decoding step.  Any other past (a user's array, a
+shorter view: an earlier step fed again, a branch) is copied into a new
+buffer first, so no array a caller holds ever changes: rows are only
+written past every view handed out.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -46,7 +60,7 @@ def size_text(size):
     return " + ".join(terms)
 
 
-def dynamic_kernel_step(kernel, callee, out, ins, as_tuple, view=False):
+def dynamic_kernel_step(kernel, callee, out, ins, as_tuple, view=False, append_to=None):
     """The step running `kernel` (of tir.func `callee`) on '?' sizes: its
     outputs sized from the inputs per call.  With `view` (a kernel that
     only reshapes its input: runtime.build.reshapes_only), the result is
@@ -77,15 +91,76 @@ def dynamic_kernel_step(kernel, callee, out, ins, as_tuple, view=False):
         if view:
             env[out] = np.reshape(args[0], tuple(shapes[0]))
             return
+        if append_to is not None:
+            env[out] = grow(args, shapes[0])
+            return
         outs = [empty_aligned(tuple(s), dt) for s, (_, dt) in zip(shapes, outs_spec)]
+        invoke(args, sizes, outs)
+        env[out] = tuple(outs) if as_tuple else outs[0]
+
+    def invoke(args, sizes, outs):
         if call is None:
             kernel(*args, *sizes, *outs)
         else:
             call(args, sizes, outs)
-        env[out] = tuple(outs) if as_tuple else outs[0]
+
+    if append_to is not None:
+        grow = _grower(append_to, outs_spec[0][1], size_args, invoke)
     return run
 
 
+class _Grown:
+    """A buffer a growing result lives in: its owner (weakly: the views
+    handed out keep it alive), the rows along the axis those views cover,
+    the rows it has room for, and the elements per row."""
+    __slots__ = ("owner", "rows", "cap", "row")
+
+    def __init__(self, owner, rows, cap, row):
+        self.owner, self.rows, self.cap, self.row = weakref.ref(owner), rows, cap, row
+
+
+_GROWN: dict = {}   # data address of a grown buffer -> _Grown
+
+
+def _grower(append_to, dtype, size_args, invoke):
+    """grow(args, shape): the result, of shape `shape`, of an append kernel
+    (the module docstring) for inputs `args`; invoke(args, sizes, outs)
+    runs the kernel."""
+    p, axis = append_to
+
+    def grow(args, shape):
+        past = args[p]
+        have, total = past.shape[axis], shape[axis]
+        row = 1
+        for d in shape[axis + 1:]:
+            row *= d
+        at = data_ptr(past) if past.size else None
+        g = _GROWN.get(at)
+        owner = g.owner() if g is not None else None
+        if owner is not None and g.rows == have and g.cap >= total and g.row == row and past.dtype == dtype:
+            full = np.ndarray((g.cap, row), dtype, buffer=owner, offset=at - data_ptr(owner))
+            cap = g.cap
+        else:
+            # a past this kernel did not make (a user's array, an earlier
+            # step's shorter one) or one without room: a new buffer, the
+            # past copied in once
+            cap = max(2 * total, total + 16)
+            full = empty_aligned((cap, row), dtype)
+            full[:have] = past.reshape(have, row)
+            owner = full.base if full.base is not None else full
+        tail_args = list(args)
+        empty = list(past.shape)
+        empty[axis] = 0
+        tail_args[p] = np.empty(tuple(empty), past.dtype)
+        new = list(shape)
+        new[axis] = total - have
+        invoke(tail_args, [tail_args[i].shape[x] for i, x in size_args], [full[have:total].reshape(tuple(new))])
+        result = full[:total].reshape(tuple(shape))
+        for k in [k for k, v in _GROWN.items() if v.owner() is None]:
+            del _GROWN[k]
+        _GROWN[data_ptr(result)] = _Grown(owner, total, cap, row)
+        return result
+    return grow
 def _direct_call(kernel, n_in, n_sizes, n_out):
     """The kernel's C entry called with pointers, sizes and the hidden '?'
     dimensions (backend/abi.py), without Kernel.__call__'s checks per

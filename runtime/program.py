@@ -360,8 +360,11 @@ class Program:
             from .dynamic import dynamic_kernel_step
             self.static_steps.append(("other", f"@{callee.sym_name} has dynamic ('?') dimensions, sized per call",
                                       False))
+            grows = callee.attributes.get("append_to")
             return dynamic_kernel_step(kernel, callee, out, ins, isinstance(op.results[0].type, T.TupleType),
-                                       view="reshape_view" in callee.attributes), (callee.sym_name, False), shapes
+                                       view="reshape_view" in callee.attributes,
+                                       append_to=tuple(grows) if grows is not None else None), \
+                (callee.sym_name, False), shapes
         sinks = self.sinks
         sig = kernel.sig
         n_out = len(callee.outputs)

@@ -57,3 +57,40 @@ def test_a_bfloat16_build_serves_every_length_close_to_onnxruntime():
     assert stats["to-mixed-precision"]["ops-in-low-precision"] > 0
     packed = stats["alter-op-layout"].get("bf16-dense-pack", 0)
     assert (packed > 0) == bool(parse_target("llvm").vector_unit().bf16_lanes)
+
+
+def test_the_cache_grows_in_place_and_nothing_a_caller_holds_changes():
+    """Each step's present keys and values extend the past it was given in
+    the same buffer (no copy of the cache per token); a past fed again
+    after a later step (a branch) goes to a new buffer, and what the later
+    step returned stays as it was."""
+    from tvmd.testing.gpt_decoder import shapes, step_feeds
+    model = decoder(layers=2, hidden=64, heads=2, vocab=100)
+    rep = backend.prepare(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    nl, heads, dh = shapes(model)
+    names = [f"present_{kv}{i}" for i in range(nl) for kv in "kv"]
+
+    def step(tokens, past, cache):
+        feeds = step_feeds(tokens, past, cache)
+        got = dict(zip(rep.output_names, rep.run(feeds)))
+        want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4, err_msg=k)
+        return {n.replace("present", "past"): got[n] for n in names}
+
+    empty = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+    c0 = step([3, 14, 15, 92, 65, 35, 89, 79], 0, empty)
+    c1 = step([7], 8, c0)
+    c2 = step([8], 9, c1)
+    for k in c0:
+        assert np.shares_memory(c1[k], c0[k]) and np.shares_memory(c2[k], c1[k]), k
+    kept = {k: v.copy() for k, v in c2.items()}
+    b2 = step([9], 9, c1)           # c1 again: a branch
+    for k in c0:
+        assert not np.shares_memory(b2[k], c2[k]), k
+        np.testing.assert_array_equal(c2[k], kept[k], err_msg=k)
+    c3 = step([10], 10, c2)         # the first line goes on in place
+    for k in c0:
+        assert np.shares_memory(c3[k], c2[k]), k
+        np.testing.assert_array_equal(b2[k][:, :9], c1[k], err_msg=k)
