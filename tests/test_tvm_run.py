@@ -121,3 +121,22 @@ def test_runs_onnx_models_with_input_shapes(files):
     (d / "junk.onnx").write_bytes(b"\x00garbage\xff")
     p = tvm_run(d / "junk.onnx", "--random-inputs")
     assert p.returncode == 1 and "Traceback" not in p.stderr and "error:" in p.stderr
+
+
+def test_mixed_precision_runs_the_products_in_bf16(files):
+    """--mixed-precision: the dense's operands rounded to bf16 (its sums in
+    float32, then rounded as the pass casts them), against numpy on the
+    rounded values; a bad type is a located error."""
+    from tvmd.testing import bfloat16
+    d, x, w = files
+    p = tvm_run(d / "m.relay", "--input", f"x={d / 'x.npy'}", "--input", f"w={d / 'w.npy'}",
+                "--mixed-precision", "bfloat16", "-o", d / "y.npy")
+    assert p.returncode == 0, p.stderr
+    r = bfloat16.rounded
+    want = np.maximum(r(r(x).astype(np.float64) @ r(w).astype(np.float64).T), 0)
+    got = np.load(d / "y.npy")
+    np.testing.assert_allclose(got, want, rtol=2 ** -7, atol=1e-6)
+    assert not np.allclose(got, np.maximum(x @ w.T, 0), rtol=1e-6, atol=0)   # not the float32 product
+    p = tvm_run(d / "m.relay", "--random-inputs", "--mixed-precision", "bf16")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "--mixed-precision takes bfloat16 or float16, got 'bf16'" in p.stderr

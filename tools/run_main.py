@@ -5,6 +5,7 @@
             [--output out.npz|out.npy | -o F] [--output-dir D] [--profile] [--repeat N]
             [--opt-level N] [--reference model.relay] [--rtol 1e-5] [--atol 1e-5]
             [--target T] [--entry main] [--tuning-log tune.json]
+            [--mixed-precision bfloat16|float16]
 
 A module without tir.func kernels is relay: it is compiled by
 ``tvmd.runtime.build`` (graph passes, lower-relay-to-te, apply-schedule,
@@ -36,7 +37,8 @@ from .cmdline import ToolDriver, take_input, report_internal_error, take_value, 
 
 USAGE = ("usage: tvm-run model.relay|lowered.mlir|model.onnx [--input NAME=FILE.npy ...] [--input-shape NAME=DIMS] "
          "[--random-inputs] [--seed N] [--output F.npz|F.npy] [--profile] [--repeat N] [--opt-level N] "
-         "[--reference model.relay] [--rtol R] [--atol A] [--output-dir D] [--target T] [--entry main]")
+         "[--reference model.relay] [--rtol R] [--atol A] [--output-dir D] [--target T] [--entry main] "
+         "[--tuning-log F] [--mixed-precision bfloat16|float16]")
 
 HELP = """\
 Compiles a relay model (graph passes, kernels lowered to TIR, LLVM JIT) -- or
@@ -57,10 +59,13 @@ every tir.func of an already lowered module -- and runs @main.
   --target T           'llvm' (default) or a CUDA target where a GPU and pycuda exist
   --entry NAME         the function to run (default main)
   --tuning-log FILE    build each kernel with its best config in an AutoTVM log (tvm-tune)
+  --mixed-precision T  run the products in bfloat16 or float16, summed in float32
+                       (--to-mixed-precision before fuse-ops; the signature stays float32)
 """
 
 VALUE_FLAGS = ("--input", "--seed", "--reference", "--rtol", "--atol", "--output-dir", "--target", "--entry",
-               "--onnx", "--input-shape", "--output", "-o", "--repeat", "--opt-level", "--tuning-log")
+               "--onnx", "--input-shape", "--output", "-o", "--repeat", "--opt-level", "--tuning-log",
+               "--mixed-precision")
 
 
 class Options:
@@ -90,6 +95,7 @@ class Options:
         self.repeat = 1
         self.opt_level = 3
         self.tuning_log = self.tuning_log_index = None
+        self.mixed_precision = None
 
 
 def parse_args(argv, cl):
@@ -140,6 +146,10 @@ def parse_args(argv, cl):
             o.target, o.target_index, o.target_offset = value, vi, voff
         elif name == "--tuning-log":
             o.tuning_log, o.tuning_log_index = value, vi
+        elif name == "--mixed-precision":
+            if value not in ("bfloat16", "float16"):
+                raise cl.error(vi, f"--mixed-precision takes bfloat16 or float16, got '{value}'", voff)
+            o.mixed_precision = value
         elif name == "--onnx":
             take_input(o, value, vi, cl, "input module")
             o.onnx = True
@@ -319,7 +329,8 @@ class Driver(ToolDriver):
                 raise cl.error(o.input_index, str(e)) from None
         from ..runtime.build import BuildError, build
         try:
-            cm = build(module, target, o.opt_level, entry=o.entry, tuning_log=o.tuning_log)
+            cm = build(module, target, o.opt_level, entry=o.entry, tuning_log=o.tuning_log,
+                       mixed_precision=o.mixed_precision)
         except BuildError as e:
             raise cl.error(o.input_index, str(e)) from None
         except ExecutionError as e:
