@@ -3,7 +3,7 @@ x86's bf16 pair dot product, vdpbf16ps (AVX512-BF16), on a target that has
 it.
 
     %c = cast(%w) {dtype = "bfloat16"}       %w: an f32 constant N x K, 2 | K
-    %y = nn.dense(%x, %c) {out_dtype = "float32"}       x bf16, 16 rows or more (or '?')
+    %y = nn.dense(%x, %c) {out_dtype = "float32"}       x bf16, any rows (or '?')
       =>
     %y = nn.contrib_dense_pack(%x, %wp) {weight_layout = "NC32n2c", out_dtype = "float32", units = N}
                                        %wp: an i32 constant N/n x K/2 x n, each word
@@ -16,10 +16,12 @@ the cast rounds, and packed in i32 words of two consecutive k: vdpbf16ps
 multiplies such pairs, 32 multiply-adds per AVX-512 instruction against an
 FMA's 16, with no conversion of the weight in the kernel (the plain bf16
 GEMM converts each weight to f32 before its FMA).  Panels and padding are
-the float form's (two vectors of columns, zero columns up to a whole
-panel, left off by units).  ``nn.matmul`` with such a second operand (not
-transpose_a) is the dense it is.  With fewer rows the product is bound by
-reading the weight, and stays; without AVX512-BF16 nothing changes.
+the float form's (two vectors of columns, one below 4 rows, as the int8
+form's; zero columns up to a whole panel, left off by units).  A product
+of few rows reads half the bytes of the f32 one, and no cast of the
+weight runs per call: 768x3072 at 1 row took 0.61 of the f32 time, at 8
+rows 0.26.  ``nn.matmul`` with such a second operand (not transpose_a) is
+the dense it is.  Without AVX512-BF16 nothing changes.
 """
 
 from __future__ import annotations
