@@ -90,24 +90,16 @@ def main(argv=None):
     bench_constant_weight(a.shapes.split(","), a.repeat)
 
 
-def constant_weight_text(m, k, n):
-    return (f"relay.func @main(%x: tensor<{m}x{k}xf32>) -> tensor<{m}x{n}xf32> {{\n"
-            f"  %w = constant dense<0.0> : tensor<{n}x{k}xf32>\n"
-            f"  %d = nn.dense(%x, %w) : tensor<{m}x{n}xf32>\n  return %d\n}}\n")
-
-
 def constant_weight_models(m, k, n, w):
-    """{name: (module, target)}: the f32 layer, and its --to-mixed-precision
-    bf16 form for this CPU and for one without AVX512-BF16."""
-    from tvmd.ir.attributes import DenseAttr
+    """{name: (module, target)}: the f32 layer (bench/tune.py's dense of a
+    constant weight), and its --to-mixed-precision bf16 form for this CPU
+    and for one without AVX512-BF16."""
+    from tune import dense_text as constant_dense, with_weight
     from tvmd.ir.pass_manager import PassContext
     from tvmd.ir.registry import get_pass_class
-    from tvmd.parser import parse_module
 
     def module(mixed):
-        mod = parse_module(constant_weight_text(m, k, n))
-        c = next(op for op in mod.lookup("main").body.ops if op.name == "relay.constant")
-        c.attributes["value"] = DenseAttr(w, c.results[0].type)
+        mod = with_weight(constant_dense(m, k, n)[0], w)
         if mixed:
             get_pass_class("to-mixed-precision")(dtype="bfloat16").run(mod, PassContext())
         return mod

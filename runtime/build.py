@@ -174,13 +174,13 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
     from ..ir.pass_manager import instantiate, parse_pipeline
     from ..ir.registry import PASSES, PRESETS, get_pass_class
     names = list(PRESETS[f"O{opt_level}"])
+    at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
     if mixed_precision:
         if mixed_precision not in ("bfloat16", "float16"):
             raise ValueError(f"mixed_precision is 'bfloat16' or 'float16', not {mixed_precision!r}")
-        at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
         names[at:at] = [f"to-mixed-precision{{dtype={mixed_precision}}}", "fold-constant"]
+        at += 2
     if opt_level >= 3 and str(target).split()[0] == "llvm":
-        at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
         names.insert(at, f"alter-op-layout{{target='{target}'}}" if str(target) != "llvm" else "alter-op-layout")
         if LLVM_CONV_LAYOUT:
             names[at:at] = [f"convert-layout{{nn.conv2d={LLVM_CONV_LAYOUT}}}", "fold-constant"]

@@ -33,6 +33,7 @@ written past every view handed out.
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -131,9 +132,7 @@ def _grower(append_to, dtype, size_args, invoke):
     def grow(args, shape):
         past = args[p]
         have, total = past.shape[axis], shape[axis]
-        row = 1
-        for d in shape[axis + 1:]:
-            row *= d
+        row = math.prod(shape[axis + 1:])
         at = data_ptr(past) if past.size else None
         g = _GROWN.get(at)
         owner = g.owner() if g is not None else None
@@ -161,6 +160,8 @@ def _grower(append_to, dtype, size_args, invoke):
         _GROWN[data_ptr(result)] = _Grown(owner, total, cap, row)
         return result
     return grow
+
+
 def _direct_call(kernel, n_in, n_sizes, n_out):
     """The kernel's C entry called with pointers, sizes and the hidden '?'
     dimensions (backend/abi.py), without Kernel.__call__'s checks per

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .irutil import declare
+from .irutil import BFloatType, declare
 
 # tir intrinsic -> LLVM intrinsic base name
 LLVM_INTRINSIC = {
@@ -178,7 +178,6 @@ def dot_accumulate(module, builder, name, acc, a, b, lanes):
     piece = ir.VectorType(acc.type.element, lanes)
     words = ir.VectorType(ir.IntType(32), lanes)
     if name == "dot2_bf16":
-        from .irutil import BFloatType
         operand = ir.VectorType(BFloatType(), 2 * lanes)
     else:
         operand = words

@@ -228,7 +228,7 @@ class Kernel:
     def __call__(self, *args):
         import numpy as np
 
-        from ...runtime.ndarray import as_kernel_input, check_buffer
+        from ...runtime.ndarray import as_kernel_input, check_buffer, data_ptr
         sig = self.sig
         if self.unsupported:
             raise TypeError(self.unsupported)
@@ -244,7 +244,7 @@ class Kernel:
                 if buf is not a:
                     copies.append((a, buf))
                 arrays[i] = buf
-                cargs.append(buf.ctypes.data)
+                cargs.append(data_ptr(buf))
             else:
                 if isinstance(a, np.ndarray):
                     if a.ndim != 0:

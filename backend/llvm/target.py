@@ -220,15 +220,15 @@ def vector_unit(triple: str, cpu: str, features: str) -> VectorUnit:
     flags = {f[1:]: f[0] == "+" for f in features.split(",") if f[:1] in "+-" and len(f) > 1}
     regs = 16 if arch == "x86_64" else 8
     avx512 = flags.get("avx512f", cpu.startswith(_AVX512_CPUS))
+    # an AVX-512 dot product's widths: 256 and 128 bits too with AVX512VL
+    avx512_widths = (16, 8, 4) if flags.get("avx512vl", True) else (16,)
     if avx512 and flags.get("avx512vnni", cpu.startswith(_AVX512_VNNI_CPUS)):
-        vnni = (16, 8, 4) if flags.get("avx512vl", True) else (16,)
+        vnni = avx512_widths
     elif flags.get("avxvnni", cpu.startswith(_AVX_VNNI_CPUS)):
         vnni = (8, 4)
     else:
         vnni = ()
-    bf16 = ()
-    if avx512 and flags.get("avx512bf16", cpu.startswith(_AVX512_BF16_CPUS)):
-        bf16 = (16, 8, 4) if flags.get("avx512vl", True) else (16,)
+    bf16 = avx512_widths if avx512 and flags.get("avx512bf16", cpu.startswith(_AVX512_BF16_CPUS)) else ()
     if avx512:
         return VectorUnit(512, 32 if arch == "x86_64" else 8, vnni, bf16)
     if flags.get("avx", cpu.startswith(_AVX512_CPUS + _AVX_CPUS)):

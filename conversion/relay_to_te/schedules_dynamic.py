@@ -91,7 +91,7 @@ def _column_panels(s, o, inner, width, accumulators=16):
     panel (4 x 4 spilled its sums to the stack at every k).  Returns
     whether it applied."""
     gemm = o if o.reducer is not None and not inner else inner[0] if len(inner) == 1 else None
-    n = None if gemm is None else _columns_contiguous(gemm, width)
+    n, packed = (None, None) if gemm is None else _columns_contiguous(gemm, width)
     if n is None or gemm.rank != o.rank:
         return False
     if gemm is not o and (o.tensor_type.shape != gemm.tensor_type.shape):
@@ -123,7 +123,6 @@ def _column_panels(s, o, inner, width, accumulators=16):
     # the axes of the local tile are those of the compute it took over (spatial, then k)
     g = list(s._op("te.axes", [acc], len(gemm.body.args), [a.name for a in gemm.body.args]))
     gjo, gji = s.split(g[rank - 1], factor=panel)
-    packed = _packed_columns(gemm)
     if packed and packed < panel and panel % packed == 0:
         # the column panel spans several packed panels: split at theirs
         # first, so that each vector's weight index (j / n, k, j % n)
@@ -144,21 +143,6 @@ def _column_panels(s, o, inner, width, accumulators=16):
     return True
 
 
-def _packed_columns(gemm):
-    """n when the GEMM reads a weight packed in panels of n columns
-    (schedules_gemm.packed_width), else None."""
-    from ...dialects.te.ops import ReadOp
-    from .schedules_gemm import packed_width
-    args = list(gemm.body.args)
-    j, k = args[gemm.rank - 1], args[gemm.rank] if len(args) > gemm.rank else None
-    for r in gemm.body.ops:
-        if isinstance(r, ReadOp):
-            n = packed_width(list(r.indices), j, k)
-            if n:
-                return n
-    return None
-
-
 def _prefetch_next_panels(s, gemm, axes, panel):
     """Prefetch, from the k loop, the same row of the packed weight panels
     the next column panel reads (schedules_gemm.prefetch_panels' reason:
@@ -174,15 +158,16 @@ def _prefetch_next_panels(s, gemm, axes, panel):
 
 
 def _columns_contiguous(c, width):
-    """The columns to tile when c is a sum over one reduce axis whose static
-    last axis j every read takes as its last index, plainly or as j % n of
-    a packed panel (j // n before it), and j is a multiple of `width`, or
-    ends inside the last packed panel (zero-padded: then the columns of
-    whole panels, the last tile's store guarded); else None."""
+    """(the columns to tile, the packed panel width n or None) when c is a
+    sum over one reduce axis whose static last axis j every read takes as
+    its last index, plainly or as j % n of a packed panel (j // n before
+    it), and j is a multiple of `width`, or ends inside the last packed
+    panel (zero-padded: then the columns of whole panels, the last tile's
+    store guarded); else (None, None)."""
     from ...dialects.te.ops import ReadOp
     shape = c.tensor_type.shape
     if c.reducer != "sum" or len(c.reduce_extents) != 1 or c.rank < 2 or shape[-1] is None:
-        return None
+        return None, None
     j = c.body.args[c.rank - 1]
 
     def uses_j(v, seen=0):
@@ -202,19 +187,19 @@ def _columns_contiguous(c, width):
             continue
         *lead, last = op.indices
         if any(uses_j(v) and not is_mod(v, "arith.floordivsi") for v in lead):
-            return None
+            return None, None
         if uses_j(last):
             if not (last is j or is_mod(last, "arith.floormodsi")):
-                return None
+                return None, None
             vector_read = True
             if last is not j:
                 packed = _const(last.defining_op().operands[1])
     n = shape[-1]
     if not vector_read:
-        return None
+        return None, None
     if n % width == 0:
-        return n
-    return -(-n // packed) * packed if packed else None
+        return n, packed
+    return (-(-n // packed) * packed, packed) if packed else (None, None)
 
 
 def _const(v):

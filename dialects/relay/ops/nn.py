@@ -126,8 +126,8 @@ def packs_words(layout):
 
 
 # the data, weight and out_dtype each word layout takes (its instruction's operands)
-_WORD_OPERANDS = {4: (T.u8, "int32", "ui8 data and i32 words of i8 weights, out_dtype int32 (vpdpbusd's operands)"),
-                  2: (T.bf16, "float32", "bf16 data and i32 words of bf16 weight pairs, out_dtype float32 "
+_WORD_OPERANDS = {4: (T.u8, T.i32, "ui8 data and i32 words of i8 weights, out_dtype int32 (vpdpbusd's operands)"),
+                  2: (T.bf16, T.f32, "bf16 data and i32 words of bf16 weight pairs, out_dtype float32 "
                       "(vdpbf16ps's operands)")}
 
 
@@ -170,15 +170,14 @@ class DensePackOp(RelayOp):
                              f"got '{layout}'")
         words = packs_words(layout)
         if words:
-            dt, odt, what = _WORD_OPERANDS[words]
-            e = T.from_dtype_name(odt)
+            dt, e, what = _WORD_OPERANDS[words]
             if x.element_type is not dt or w.element_type is not T.i32 or out_dtype(self, e) is not e:
                 raise self.error(f"weight_layout {layout} takes {what}, got {x.element_type} data, a "
                                  f"{w.element_type} weight, out_dtype {out_dtype(self, e)}")
         else:
             e = same_dtype(self, x, w)
         if w.rank != 3 or x.rank < 1:
-            raise self.error(f"expects data of rank >= 1 and a 3-d packed weight (N / n, K{f' / {words}' * bool(words)}, n), "
+            raise self.error(f"expects data of rank >= 1 and a 3-d packed weight (N / n, K{f' / {words}' if words else ''}, n), "
                              f"got {x} and {w}")
         if w.shape[2] is not None and w.shape[2] != n:
             raise self.error(f"weight_layout {layout} packs {n} columns, but the weight's last axis is {w.shape[2]}")
