@@ -4,7 +4,7 @@
                                   [--vocab 50257] [--prefill 32,128,512]
                                   [--decode 16] [--threads 2] [--repeat 8]
                                   [--seed-matmul 4] [--disable-pass fuse-attention]
-                                  [--mixed-precision bfloat16]
+                                  [--mixed-precision bfloat16] [--quantize-weights int8]
 
 The model is tvmd/testing/gpt_decoder.py's (the decoder of
 examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
@@ -27,7 +27,10 @@ With --mixed-precision, tvmd's build runs its products in bfloat16 (or
 float16) summed in float32 (build's mixed_precision, --to-mixed-precision;
 on AVX512-BF16 the weights packed for vdpbf16ps), onnxruntime stays
 float32, and the logits' largest difference and argmax agreement are
-printed per prefill length.
+printed per prefill length.  With --quantize-weights int8, tvmd's constant
+weights are int8 with a float32 scale per output column (build's
+quantize_weights, --quantize-weights: weight-only, the sums float32);
+the same differences are printed.
 
 Numbers only: this never passes or fails.  Run it on a quiet machine.
 """
@@ -65,6 +68,8 @@ def main(argv=None):
     ap.add_argument("--mixed-precision", choices=["bfloat16", "float16"],
                     help="build tvmd's model with its products in this type, summed in float32 "
                          "(onnxruntime stays float32; the logits' difference is printed)")
+    ap.add_argument("--quantize-weights", choices=["int8"],
+                    help="build tvmd's model with weight-only int8 (onnxruntime stays float32)")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import tvmd.frontend.onnx_backend as backend
@@ -73,13 +78,17 @@ def main(argv=None):
     if a.seed_matmul:
         seed_matmul(backend, a.seed_matmul, a.threads, a.repeat)
     print(f"GPT-style decoder, hidden {a.hidden}, {a.heads} heads, vocab {a.vocab}; {a.threads} thread(s)"
-          + (f"; tvmd's products in {a.mixed_precision} (onnxruntime float32)" if a.mixed_precision else ""))
+          + (f"; tvmd's products in {a.mixed_precision} (onnxruntime float32)" if a.mixed_precision else "")
+          + ("; tvmd's weights int8 (onnxruntime float32)" if a.quantize_weights else ""))
+    lowp = a.mixed_precision or (a.quantize_weights and f"{a.quantize_weights}-weight")
     for layers in [int(x) for x in a.layers.split(",")]:
         model = decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
         t0 = time.perf_counter()
         options = {"disabled_passes": a.disable_pass} if a.disable_pass else {}
         if a.mixed_precision:
             options["mixed_precision"] = a.mixed_precision
+        if a.quantize_weights:
+            options["quantize_weights"] = a.quantize_weights
         rep = backend.prepare(model, compile_options=options or None)
         prep = time.perf_counter() - t0
         sess = ort_session(model, a.threads)
@@ -91,9 +100,9 @@ def main(argv=None):
         print(f"  {'prefill':>10} {'tvmd ms':>9} {'ort ms':>9} {'tvmd/ort':>9}  spread tvmd/ort")
         for n in [int(x) for x in a.prefill.split(",")]:
             feeds = step_feeds([int(t) for t in rng.integers(0, a.vocab, n)], 0, empty)
-            if a.mixed_precision:
+            if lowp:
                 lo, hi = rep.run(feeds)[0], sess.run(None, feeds)[0]
-                print(f"  {a.mixed_precision} logits at {n} tokens: max |tvmd - ort| {np.abs(lo - hi).max():.3g} "
+                print(f"  {lowp} logits at {n} tokens: max |tvmd - ort| {np.abs(lo - hi).max():.3g} "
                       f"(largest |logit| {np.abs(hi).max():.3g}), same argmax at "
                       f"{100 * np.mean(lo.argmax(-1) == hi.argmax(-1)):.0f}% of positions")
             ours, theirs = interleaved_times([lambda: rep.run(feeds), lambda: sess.run(None, feeds)], a.repeat)

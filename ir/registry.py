@@ -70,6 +70,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "fuse-attention": ("tvmd.dialects.relay.passes.fuse_attention", "FuseAttention"),
     "to-mixed-precision": ("tvmd.dialects.relay.passes.to_mixed_precision", "ToMixedPrecision"),
     "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize"),
+    "quantize-weights": ("tvmd.dialects.relay.passes.quantize_weights", "QuantizeWeights"),
     "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize"),
     "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph"),
     # conversions

@@ -161,7 +161,7 @@ class CompiledModel(EntrySignature):
 LLVM_CONV_LAYOUT = "NHWC"
 
 
-def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision=None):
+def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision=None, quantize_weights=None):
     """The -O<opt_level> preset; with `mixed_precision` ("bfloat16" or
     "float16"), to-mixed-precision and a fold-constant before fuse-ops
     (after the graph simplifications and fuse-attention, whose patterns
@@ -169,8 +169,9 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
     relay.build runs AlterOpLayout, at 3): convs converted to
     LLVM_CONV_LAYOUT (the weights' transforms folded), then alter-op-layout
     (constant dense weights transposed for the GEMM schedule; bf16 ones
-    packed for vdpbf16ps).  Passes named in `disabled_passes` are left out
-    (TVM's PassContext disabled_pass)."""
+    packed for vdpbf16ps).  With `quantize_weights` ("int8"), quantize-weights
+    before alter-op-layout (llvm only).  Passes named in `disabled_passes`
+    are left out (TVM's PassContext disabled_pass)."""
     from ..ir.pass_manager import instantiate, parse_pipeline
     from ..ir.registry import PASSES, PRESETS, get_pass_class
     names = list(PRESETS[f"O{opt_level}"])
@@ -180,8 +181,20 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
             raise ValueError(f"mixed_precision is 'bfloat16' or 'float16', not {mixed_precision!r}")
         names[at:at] = [f"to-mixed-precision{{dtype={mixed_precision}}}", "fold-constant"]
         at += 2
-    if opt_level >= 3 and str(target).split()[0] == "llvm":
-        names.insert(at, f"alter-op-layout{{target='{target}'}}" if str(target) != "llvm" else "alter-op-layout")
+    llvm = str(target).split()[0] == "llvm"
+    targeted = (lambda name: f"{name}{{target='{target}'}}" if str(target) != "llvm" else name)
+    if opt_level >= 3 and llvm:
+        names.insert(at, targeted("alter-op-layout"))
+    if quantize_weights:
+        if quantize_weights != "int8":
+            raise ValueError(f"quantize_weights is 'int8', not {quantize_weights!r}")
+        if mixed_precision:
+            raise ValueError("quantize_weights and mixed_precision do not combine (the int8 weights' "
+                             "products are float32)")
+        if not llvm:
+            raise ValueError(f"quantize_weights needs an llvm target, not {str(target)!r}")
+        names.insert(at, targeted("quantize-weights"))
+    if opt_level >= 3 and llvm:
         if LLVM_CONV_LAYOUT:
             names[at:at] = [f"convert-layout{{nn.conv2d={LLVM_CONV_LAYOUT}}}", "fold-constant"]
     unknown = set(disabled_passes) - set(PASSES)
@@ -193,7 +206,7 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
 
 def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entry="main",
           tir_passes=("lower-tir",), source_name="<model>", codegen_opt_level=None,
-          tuning_log=None, disabled_passes=(), mixed_precision=None) -> CompiledModel:
+          tuning_log=None, disabled_passes=(), mixed_precision=None, quantize_weights=None) -> CompiledModel:
     """Compile relay `module` (an IR module or relay text); see the module docstring.
     `codegen_opt_level` is LLVM's -O level (default: `opt_level`); 0 compiles
     several times faster, for many small models (the ONNX conformance suite).
@@ -203,7 +216,10 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
     `disabled_passes`: graph passes of the preset to skip (``["fuse-attention"]``).
     `mixed_precision`: "bfloat16" or "float16" runs the products in that
     type, summed in float32 (--to-mixed-precision, TVM's ToMixedPrecision),
-    before fuse-ops; the signature stays float32."""
+    before fuse-ops; the signature stays float32.  `quantize_weights`:
+    "int8" stores constant dense / matmul weights as int8 with a scale per
+    output column (--quantize-weights: weight-only, the data and sums
+    float32), a quarter of the bytes a decoding step reads."""
     from ..ir.pass_manager import PassContext
     from .executor import Executor
     if opt_level not in (0, 1, 2, 3):
@@ -218,7 +234,7 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
     ctx = PassContext()
     try:
         t0 = time.perf_counter()
-        for p in graph_pipeline(opt_level, target, disabled_passes, mixed_precision):
+        for p in graph_pipeline(opt_level, target, disabled_passes, mixed_precision, quantize_weights):
             if report:
                 report("graph", 0, 0, p.NAME)
             p.run(module, ctx)

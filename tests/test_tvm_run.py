@@ -140,3 +140,32 @@ def test_mixed_precision_runs_the_products_in_bf16(files):
     p = tvm_run(d / "m.relay", "--random-inputs", "--mixed-precision", "bf16")
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert "--mixed-precision takes bfloat16 or float16, got 'bf16'" in p.stderr
+
+
+def test_quantize_weights_stores_constant_weights_as_int8(tmp_path):
+    """--quantize-weights int8: a constant dense weight rounded per output
+    column to 127 steps of its largest (numpy, from the definition), the
+    data and sums float32; a bad type, or with --mixed-precision, is a
+    located error."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((6, 8)).astype(np.float32)
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    rows = ", ".join("[" + ", ".join(repr(float(v)) for v in r) + "]" for r in w)
+    (tmp_path / "c.relay").write_text(
+        "relay.func @main(%x: tensor<3x8xf32>) -> tensor<3x6xf32> {\n"
+        f"  %w = constant dense<[{rows}]> : tensor<6x8xf32>\n"
+        "  %y = nn.dense(%x, %w) : tensor<3x6xf32>\n  return %y\n}\n")
+    np.save(tmp_path / "x.npy", x)
+    p = tvm_run(tmp_path / "c.relay", "--input", f"x={tmp_path / 'x.npy'}", "--quantize-weights", "int8",
+                "-o", tmp_path / "y.npy")
+    assert p.returncode == 0, p.stderr
+    s = (np.abs(w).max(axis=1) / np.float32(127)).astype(np.float32)
+    want = x.astype(np.float64) @ (np.rint(w / s[:, None]) * s[:, None]).T
+    got = np.load(tmp_path / "y.npy")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.abs(got - x @ w.T).max() > 1e-4
+    for extra, msg in ((["--quantize-weights", "int4"], "--quantize-weights takes int8, got 'int4'"),
+                       (["--mixed-precision", "bfloat16", "--quantize-weights", "int8"], "do not combine"),
+                       (["--quantize-weights", "int8", "--mixed-precision", "bfloat16"], "do not combine")):
+        p = tvm_run(tmp_path / "c.relay", "--random-inputs", *extra)
+        assert p.returncode == 1 and "Traceback" not in p.stderr and msg in p.stderr, p.stderr

@@ -5,7 +5,7 @@
             [--output out.npz|out.npy | -o F] [--output-dir D] [--profile] [--repeat N]
             [--opt-level N] [--reference model.relay] [--rtol 1e-5] [--atol 1e-5]
             [--target T] [--entry main] [--tuning-log tune.json]
-            [--mixed-precision bfloat16|float16]
+            [--mixed-precision bfloat16|float16] [--quantize-weights int8]
 
 A module without tir.func kernels is relay: it is compiled by
 ``tvmd.runtime.build`` (graph passes, lower-relay-to-te, apply-schedule,
@@ -38,7 +38,7 @@ from .cmdline import ToolDriver, take_input, report_internal_error, take_value, 
 USAGE = ("usage: tvm-run model.relay|lowered.mlir|model.onnx [--input NAME=FILE.npy ...] [--input-shape NAME=DIMS] "
          "[--random-inputs] [--seed N] [--output F.npz|F.npy] [--profile] [--repeat N] [--opt-level N] "
          "[--reference model.relay] [--rtol R] [--atol A] [--output-dir D] [--target T] [--entry main] "
-         "[--tuning-log F] [--mixed-precision bfloat16|float16]")
+         "[--tuning-log F] [--mixed-precision bfloat16|float16] [--quantize-weights int8]")
 
 HELP = """\
 Compiles a relay model (graph passes, kernels lowered to TIR, LLVM JIT) -- or
@@ -61,11 +61,13 @@ every tir.func of an already lowered module -- and runs @main.
   --tuning-log FILE    build each kernel with its best config in an AutoTVM log (tvm-tune)
   --mixed-precision T  run the products in bfloat16 or float16, summed in float32
                        (--to-mixed-precision before fuse-ops; the signature stays float32)
+  --quantize-weights int8   constant dense / matmul weights as int8 with a float32 scale per
+                       output column (--quantize-weights: weight-only, the sums float32)
 """
 
 VALUE_FLAGS = ("--input", "--seed", "--reference", "--rtol", "--atol", "--output-dir", "--target", "--entry",
                "--onnx", "--input-shape", "--output", "-o", "--repeat", "--opt-level", "--tuning-log",
-               "--mixed-precision")
+               "--mixed-precision", "--quantize-weights")
 
 
 class Options:
@@ -96,6 +98,7 @@ class Options:
         self.opt_level = 3
         self.tuning_log = self.tuning_log_index = None
         self.mixed_precision = None
+        self.quantize_weights = None
 
 
 def parse_args(argv, cl):
@@ -149,7 +152,15 @@ def parse_args(argv, cl):
         elif name == "--mixed-precision":
             if value not in ("bfloat16", "float16"):
                 raise cl.error(vi, f"--mixed-precision takes bfloat16 or float16, got '{value}'", voff)
+            if o.quantize_weights:
+                raise cl.error(vi, "--mixed-precision and --quantize-weights do not combine", voff)
             o.mixed_precision = value
+        elif name == "--quantize-weights":
+            if value != "int8":
+                raise cl.error(vi, f"--quantize-weights takes int8, got '{value}'", voff)
+            if o.mixed_precision:
+                raise cl.error(vi, "--quantize-weights and --mixed-precision do not combine", voff)
+            o.quantize_weights = value
         elif name == "--onnx":
             take_input(o, value, vi, cl, "input module")
             o.onnx = True
@@ -330,7 +341,7 @@ class Driver(ToolDriver):
         from ..runtime.build import BuildError, build
         try:
             cm = build(module, target, o.opt_level, entry=o.entry, tuning_log=o.tuning_log,
-                       mixed_precision=o.mixed_precision)
+                       mixed_precision=o.mixed_precision, quantize_weights=o.quantize_weights)
         except BuildError as e:
             raise cl.error(o.input_index, str(e)) from None
         except ExecutionError as e:

@@ -9,6 +9,8 @@
     %m = nn.contrib_dense_pack(%x, %wp) {weight_layout = "NC32n4c", out_dtype = "int32"}
                                                       x: (..., K) ui8, wp: (N / n, K / 4, n) i32, each
                                                       word four i8 weights of consecutive k (VNNI)
+    %m = nn.contrib_dense_pack(%x, %wp) {weight_layout = "NC32n"}   x: (..., K) float, wp: (N / n, K, n) i8
+                                                      (weight-only int8: --quantize-weights)
     %m = nn.batch_matmul(%x, %y)                      x: (B, M, K), y: (B, N, K); a batch of 1 broadcasts
         out_dtype, transpose_a = false, transpose_b = true (TVM's defaults)
     %b = nn.bias_add(%d, %bias) {axis = 1}            bias: 1-d, the size of data's axis
@@ -153,7 +155,10 @@ class DensePackOp(RelayOp):
     ``wp[j / n, k / 4, j % n]`` holding w[j, k .. k + 3]; out_dtype int32.
     Layout "NC{n}n2c" is the bf16 form for vdpbf16ps (AVX512-BF16): bf16
     data, the weight's bf16 bits two consecutive k to a word (k even in
-    the low half), out_dtype float32."""
+    the low half), out_dtype float32.  Layout "NC{n}n" also takes an int8
+    weight under float data (weight-only int8, --quantize-weights): each
+    weight converted to the data's type in the kernel, a quarter of the
+    bytes read."""
     __slots__ = ()
     name = "relay.nn.contrib_dense_pack"
     OPERANDS = ("data", "weight")
@@ -174,6 +179,8 @@ class DensePackOp(RelayOp):
             if x.element_type is not dt or w.element_type is not T.i32 or out_dtype(self, e) is not e:
                 raise self.error(f"weight_layout {layout} takes {what}, got {x.element_type} data, a "
                                  f"{w.element_type} weight, out_dtype {out_dtype(self, e)}")
+        elif T.is_float(x.element_type) and w.element_type is T.i8:
+            e = x.element_type   # weight-only int8 (--quantize-weights): the weight cast in the kernel
         else:
             e = same_dtype(self, x, w)
         if w.rank != 3 or x.rank < 1:
