@@ -128,6 +128,10 @@ PAD_CANDIDATES = (0, 1)                         # a shared tile's rows unpadded,
 
 def default_schedule(e, outputs):
     """Append CUDA schedule ops to e's block (the te.func body) for `outputs`."""
+    from .schedules_attention import is_attention
+    from .schedules_cuda_attention import attention_schedule_cuda
+    if is_attention(e, outputs) and attention_schedule_cuda(e, outputs):
+        return
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     outs = output_computes(outputs)

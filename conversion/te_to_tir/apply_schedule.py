@@ -240,9 +240,16 @@ def check_attach(sched, st, target, iv):
     rs = readers(sched, st)
     pos = target.leaves.index(iv)
 
-    def inside(r):   # runs within each iteration of iv: the target, or a stage computed at it or deeper
-        return r is target or (r.attach != "root" and r.attach[0] is target
-                               and target.leaves.index(r.attach[1]) >= pos)
+    def inside(r):   # runs within each iteration of iv: the target, or a stage computed at it or
+        # deeper, directly or through stages computed there in turn
+        while r is not target:
+            if r.attach in ("root", "inline"):
+                return False
+            at, axis = r.attach
+            if at is target:
+                return target.leaves.index(axis) >= pos
+            r = at
+        return True
     if target not in rs and not any(inside(r) for r in rs):
         raise op.error(f"axis '{iv.name}' belongs to '{target.name}', which does not read '{st.name}'"
                        + (f" (nor computes a reader of it at a loop inside '{iv.name}')"

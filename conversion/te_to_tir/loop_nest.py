@@ -415,11 +415,38 @@ class NestBuilder:
         for leaf in cons.leaves[p:]:
             for mid in self.attached.get((cons, leaf), ()):
                 m = mid.compute
-                if mid is prod or not any(isinstance(op, ReadOp) and op.tensor is res for op in m.body.ops):
+                if mid is prod or not self.reads_under(mid, res):
                     continue
                 over = self.region(mid, cons, p)
                 margs = dict(zip(m.body.args, over + [Interval(Aff(0), last_index(n)) for n in m.reduce_extents]))
-                region = union_regions(region, self.read_region(res, m, margs))
+                region = union_regions(region, self.nested_read_region(res, mid, margs))
+        return region
+
+    def reads_under(self, st, res):
+        """Whether stage `st`, or a stage computed at one of its loops
+        (at any depth), reads tensor `res`."""
+        if any(isinstance(op, ReadOp) and op.tensor is res for op in st.compute.body.ops):
+            return True
+        return any(self.reads_under(x, res) for leaf in st.leaves for x in self.attached.get((st, leaf), ()))
+
+    def nested_read_region(self, res, st, args):
+        """What stage `st` reads of `res` over `args`, and what the stages
+        computed at its loops read (each over the whole region `st` reads
+        of it): a producer computed at a loop two attachments out (the
+        softmax's maxima at the query block, read by the weights computed
+        inside the accumulator's key loop)."""
+        region = self.read_region(res, st.compute, args)
+        for leaf in st.leaves:
+            for x in self.attached.get((st, leaf), ()):
+                xres = x.compute.results[0]
+                if xres is res or not self.reads_under(x, res):
+                    continue
+                over = self.read_region(xres, st.compute, args)
+                if over is None:
+                    continue
+                xargs = dict(zip(x.compute.body.args,
+                                 over + [Interval(Aff(0), last_index(n)) for n in x.compute.reduce_extents]))
+                region = union_regions(region, self.nested_read_region(res, x, xargs))
         return region
 
     def read_region(self, res, c, args):

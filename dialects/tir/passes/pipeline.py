@@ -8,9 +8,10 @@
     tir-remove-no-op  tir-simplify
 
 and ``target=cuda`` drops the first and then adds ``tir-split-host-device`` and
-``tir-thread-sync`` (when those passes are registered and importable) and
-leaves loops vectorized in the LLVM sense alone: vectorize only runs for
-llvm.  Why this order: partition first, so the main parts of split loops
+``tir-thread-sync`` (when those passes are registered and importable);
+for cuda, tir-vectorize takes loops of at most CUDA_MAX_LANES (4) lanes,
+which the CUDA codegen moves as one ``float4`` where aligned (a schedule's
+cooperative loads into shared memory), and leaves longer ones loops.  Why this order: partition first, so the main parts of split loops
 have no guard left and vectorize sees straight-line bodies; unroll after
 vectorize, so an unrolled loop around a vector body copies vector code;
 storage-rewrite once loops stop moving; lower-intrin late, so vectorize has
@@ -31,12 +32,12 @@ LLVM_SEQUENCE = ["tir-serialize-small-parallel", "tir-inject-double-buffer", "ti
                  "tir-vectorize", "tir-unroll", "tir-storage-rewrite", "tir-lower-intrin",
                  "tir-remove-no-op", "tir-simplify"]
 CUDA_EXTRA = ["tir-split-host-device", "tir-thread-sync"]
+CUDA_MAX_LANES = 4   # float4 / int4: the widest load or store of one CUDA thread
 
 
 def sequence(target: str) -> list[str]:
     names = list(LLVM_SEQUENCE)
     if target == "cuda":
-        names.remove("tir-vectorize")
         names.remove("tir-serialize-small-parallel")
         names += CUDA_EXTRA
     return names
@@ -73,7 +74,7 @@ class LowerTIR(ModulePass):
             if name == "tir-unroll":
                 p = cls(max_step=self.unroll_max_step)
             elif name == "tir-vectorize":
-                p = cls(max_lanes=self.max_lanes)
+                p = cls(max_lanes=min(self.max_lanes, CUDA_MAX_LANES) if self.target == "cuda" else self.max_lanes)
             elif name == "tir-lower-intrin":
                 p = cls(target=self.target)
             else:
