@@ -178,6 +178,7 @@ class Program:
         self.sinks = {}   # during a run with out=: env slot of a result -> the caller's array
         self.static_steps = []   # what runtime/aot.py compiles: see aot.plan_entry
         self.steps = self._steps(ops)
+        self.drops = _dead_after(plan_steps, self.slot, ret.operands)
         self.blocks += self.owned   # exported like the plan's blocks (runtime/export.py)
         self.returns = [slot[v] for v in ret.operands]
         # a returned value that may view a constant, an input or a loop's own
@@ -449,7 +450,7 @@ class Program:
         for i, a in enumerate(arrays):
             env[i] = a
         self._profile = profile
-        self._run_steps(self.steps, env, profile)
+        self._run_steps(self.steps, env, profile, self.drops)
         if out is not None:
             sinks.clear()
             return copy_into(out, [env[k] for k in self.returns])
@@ -460,19 +461,54 @@ class Program:
         return outs
 
     @staticmethod
-    def _run_steps(steps, env, profile):
+    def _run_steps(steps, env, profile, drops=None):
+        """Run `steps` over `env`; with `drops` (per step, the slots whose
+        last reader it is), each value is let go after its last use."""
         if profile is None:
-            for run, _, _ in steps:
+            if drops is None:
+                for run, _, _ in steps:
+                    run(env)
+                return
+            for (run, _, _), dead in zip(steps, drops):
                 run(env)
+                for k in dead:
+                    env[k] = None
             return
         clock = time.perf_counter
-        for run, label, shapes in steps:
+        for i, (run, label, shapes) in enumerate(steps):
             if label is None:
                 run(env)
-                continue
-            t0 = clock()
-            run(env)
-            profile.add(label[0], clock() - t0, shapes, label[1])
+            else:
+                t0 = clock()
+                run(env)
+                profile.add(label[0], clock() - t0, shapes, label[1])
+            for k in (drops[i] if drops is not None else ()):
+                env[k] = None
+
+
+def _dead_after(plan_steps, slot, returned):
+    """Per top-level step, the slots of values it is the last to read (not
+    returned ones): the memory plan of what runs from Python.  A buffer
+    sized per call ('?' dimensions) is freed when the last value that
+    holds it goes -- a view (a reshape, a tuple, a get_item) holds its
+    base -- so the allocator hands its memory to the next step's buffers,
+    and a run's peak is what is live at once rather than every
+    intermediate of the run (a 12-layer decoder's prefill keeps each
+    layer's activations no longer than the next layer needs them).
+    Statically planned buffers live in the plan's blocks whatever env
+    holds."""
+    keep = {slot[v] for v in returned if v in slot}
+    last = {}
+    for i, (_, reads, _, _) in enumerate(plan_steps):
+        for v in reads:
+            k = slot.get(v)
+            if k is not None:
+                last[k] = i
+    drops = [[] for _ in plan_steps]
+    for k, i in last.items():
+        if k not in keep:
+            drops[i].append(k)
+    return [tuple(d) for d in drops]
 
 
 def _copy(v):

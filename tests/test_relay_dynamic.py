@@ -155,3 +155,40 @@ def test_a_reshape_of_run_time_size_is_a_view_not_a_copy():
         results.append((y, (x @ w.T)[None]))
     for y, want in results:   # earlier results untouched by later calls
         np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_value_sized_per_call_is_let_go_after_its_last_use():
+    """A chain of '?' products (each a kernel of its own): while it runs,
+    at most the step's inputs and outputs are held -- each intermediate is
+    released after its last reader, so a deep model's peak is a layer's
+    activations, not all of them -- and the results are numpy's; a value
+    read again later (the residual) stays until then."""
+    depth = 6
+    lines = ["relay.func @main(%x: tensor<?x32xf32>, %w: tensor<32x32xf32>) -> tensor<?x32xf32> {"]
+    cur = "%x"
+    for i in range(depth):
+        lines.append(f"  %d{i} = nn.dense({cur}, %w) : tensor<?x32xf32>")
+        cur = f"%d{i}"
+    lines += [f"  %r = add({cur}, %d0) : tensor<?x32xf32>", "  return %r", "}"]
+    cm = build("\n".join(lines), fallback=False)
+    prog = cm.executor.program
+    live = []
+    first = prog.n_inputs
+
+    def counting(run):
+        def step(env):
+            run(env)
+            live.append(sum(1 for v in env[first:] if isinstance(v, np.ndarray)))
+        return step
+    prog.steps = [(counting(run), label, shapes) for run, label, shapes in prog.steps]
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((7, 32)).astype(np.float32), (rng.standard_normal((32, 32)) / 6).astype(np.float32)
+    want = x
+    for _ in range(depth):
+        want = want @ w.T
+    d0 = x @ w.T
+    np.testing.assert_allclose(cm.run(x, w), want + d0, rtol=1e-4, atol=1e-4)
+    assert len(live) == depth   # (the add fuses into the last product)
+    # held as each step ends: its input, its output and d0 (read by the
+    # last step): 3, not the 6 intermediates of the run
+    assert live[:2] == [1, 2] and max(live) == 3, live
