@@ -102,6 +102,8 @@ def _first_cause(steps):
     for step in steps:
         if step[0] == "other":
             raise NotCompilable(step[1], step[2])
+        if step[0] == "dynamic":   # runtime/aot_dynamic.py compiles those
+            raise NotCompilable(f"@{step[1]} has dynamic ('?') dimensions, sized per call")
         if step[0] == "loop":
             _first_cause(step[7])
 

@@ -145,6 +145,8 @@ class CompiledModel(EntrySignature):
         prog = self.executor.program if self.executor is not None else None
         if prog is not None:
             lines.append("entry: one native function calling the kernels" if prog.entry is not None
+                         else "entry: one native function calling the kernels, sized per call"
+                         if prog.dynamic_entry is not None
                          else f"entry: kernel by kernel from Python ({prog.entry_why})")
         if plan is not None:
             lines.append("memory: " + plan.summary())

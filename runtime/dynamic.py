@@ -131,35 +131,46 @@ def _grower(append_to, dtype, size_args, invoke):
 
     def grow(args, shape):
         past = args[p]
-        have, total = past.shape[axis], shape[axis]
-        row = math.prod(shape[axis + 1:])
-        at = data_ptr(past) if past.size else None
-        g = _GROWN.get(at)
-        owner = g.owner() if g is not None else None
-        if owner is not None and g.rows == have and g.cap >= total and g.row == row and past.dtype == dtype:
-            full = np.ndarray((g.cap, row), dtype, buffer=owner, offset=at - data_ptr(owner))
-            cap = g.cap
-        else:
-            # a past this kernel did not make (a user's array, an earlier
-            # step's shorter one) or one without room: a new buffer, the
-            # past copied in once
-            cap = max(2 * total, total + 16)
-            full = empty_aligned((cap, row), dtype)
-            full[:have] = past.reshape(have, row)
-            owner = full.base if full.base is not None else full
+        dest, result = grow_into(past, shape, axis, dtype)
         tail_args = list(args)
         empty = list(past.shape)
         empty[axis] = 0
         tail_args[p] = np.empty(tuple(empty), past.dtype)
-        new = list(shape)
-        new[axis] = total - have
-        invoke(tail_args, [tail_args[i].shape[x] for i, x in size_args], [full[have:total].reshape(tuple(new))])
-        result = full[:total].reshape(tuple(shape))
-        for k in [k for k, v in _GROWN.items() if v.owner() is None]:
-            del _GROWN[k]
-        _GROWN[data_ptr(result)] = _Grown(owner, total, cap, row)
+        invoke(tail_args, [tail_args[i].shape[x] for i, x in size_args], [dest])
         return result
     return grow
+
+
+def grow_into(past, shape, axis, dtype):
+    """(dest, result) for an append kernel's call whose past is `past` and
+    whose result has `shape`: `result` the first rows of a buffer with
+    room, `past` in front (in place when `past` is the longest view of a
+    buffer grown before, else copied into a new one), and `dest` the new
+    rows behind it, which the kernel, run with an empty past, writes."""
+    have, total = past.shape[axis], shape[axis]
+    row = math.prod(shape[axis + 1:])
+    at = data_ptr(past) if past.size else None
+    g = _GROWN.get(at)
+    owner = g.owner() if g is not None else None
+    if owner is not None and g.rows == have and g.cap >= total and g.row == row and past.dtype == dtype:
+        full = np.ndarray((g.cap, row), dtype, buffer=owner, offset=at - data_ptr(owner))
+        cap = g.cap
+    else:
+        # a past this kernel did not make (a user's array, an earlier
+        # step's shorter one) or one without room: a new buffer, the
+        # past copied in once
+        cap = max(2 * total, total + 16)
+        full = empty_aligned((cap, row), dtype)
+        full[:have] = past.reshape(have, row)
+        owner = full.base if full.base is not None else full
+    new = list(shape)
+    new[axis] = total - have
+    dest = full[have:total].reshape(tuple(new))
+    result = full[:total].reshape(tuple(shape))
+    for k in [k for k, v in _GROWN.items() if v.owner() is None]:
+        del _GROWN[k]
+    _GROWN[data_ptr(result)] = _Grown(owner, total, cap, row)
+    return dest, result
 
 
 def _direct_call(kernel, n_in, n_sizes, n_out):

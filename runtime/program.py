@@ -150,6 +150,7 @@ class Program:
         slot = self.slot = {}
         for a in f.body.args:
             slot[a] = len(slot)
+        self.input_types = [a.type for a in f.body.args]
         self.n_inputs = len(slot)
         seed = {a: frozenset({("input", i)}) for i, a in enumerate(f.body.args)}
         self.consts = {}
@@ -192,12 +193,21 @@ class Program:
         # reason build() has reported already (an interpreted function) is
         # not said twice
         self.entry, self.entry_why, self.entry_why_reported = None, None, False
+        self.dynamic_entry = None   # the same for '?' sizes (runtime/aot_dynamic.py)
         if lib is not None:
             from .aot import NotCompilable, compile_entry
             try:
                 self.entry = compile_entry(self)
             except NotCompilable as e:
                 self.entry_why, self.entry_why_reported = str(e), e.reported
+            if self.entry is None and any(s[0] == "dynamic" for s in self.static_steps) and \
+                    all(isinstance(t, T.TensorType) for t in self.input_types):
+                from .aot_dynamic import compile_dynamic_entry
+                try:
+                    self.dynamic_entry = compile_dynamic_entry(self)
+                    self.entry_why = None
+                except NotCompilable as e:
+                    self.entry_why, self.entry_why_reported = str(e), e.reported
 
     def _collect(self, block, seed):
         """Slots, constants and buffers of `block`'s ops: (memory-plan steps,
@@ -359,12 +369,11 @@ class Program:
         kernel = self.lib[callee.sym_name]
         if any(not b.type.is_static for b in callee.outputs):
             from .dynamic import dynamic_kernel_step
-            self.static_steps.append(("other", f"@{callee.sym_name} has dynamic ('?') dimensions, sized per call",
-                                      False))
             grows = callee.attributes.get("append_to")
-            return dynamic_kernel_step(kernel, callee, out, ins, isinstance(op.results[0].type, T.TupleType),
-                                       view="reshape_view" in callee.attributes,
-                                       append_to=tuple(grows) if grows is not None else None), \
+            grows = tuple(grows) if grows is not None else None
+            as_tuple, view = isinstance(op.results[0].type, T.TupleType), "reshape_view" in callee.attributes
+            self.static_steps.append(("dynamic", callee.sym_name, out, ins, callee, as_tuple, view, grows))
+            return dynamic_kernel_step(kernel, callee, out, ins, as_tuple, view=view, append_to=grows), \
                 (callee.sym_name, False), shapes
         sinks = self.sinks
         sig = kernel.sig
@@ -442,6 +451,11 @@ class Program:
         compiled entry when there is one."""
         if profile is None and self.entry is not None:
             return self.entry.run([as_kernel_input(a) for a in arrays], out)
+        if profile is None and out is None and self.dynamic_entry is not None:
+            outs = self.dynamic_entry.run([as_kernel_input(a) for a in arrays])
+            if outs is not None:
+                return outs
+            # a size check failed: the steps below raise the error that names it
         sinks = self.sinks
         sinks.clear()
         if out is not None:

@@ -113,3 +113,78 @@ def test_a_tuple_result_keeps_python_steps_with_a_line(capsys):
     got = cm.run(x)
     for g, w in zip(got, np.split(np.exp(x), 3, axis=1)):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+DYN = """relay.func @main(%x: tensor<1x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>, %g: tensor<64xf32>,
+                      %past: tensor<1x?x64xf32>) -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<?x32xf32>) {
+  %d = nn.dense(%x, %w) : tensor<1x?x64xf32>
+  %a = nn.bias_add(%d, %b) {axis = -1} : tensor<1x?x64xf32>
+  %n = nn.layer_norm(%a, %g, %b) {axis = -1, epsilon = 1e-5} : tensor<1x?x64xf32>
+  %r = reshape(%n) {newshape = [-1, 64]} : tensor<?x64xf32>
+  %s = split(%r) {indices_or_sections = 2, axis = 1} : tuple<tensor<?x32xf32>, tensor<?x32xf32>>
+  %s0 = get_item(%s) {index = 0} : tensor<?x32xf32>
+  %s1 = get_item(%s) {index = 1} : tensor<?x32xf32>
+  %m = multiply(%s0, %s1) : tensor<?x32xf32>
+  %c = concatenate(%past, %a) {axis = 1} : tensor<1x?x64xf32>
+  %e = exp(%c) : tensor<1x?x64xf32>
+  return %c, %e, %m
+}"""
+
+
+def dyn_ref(x, w, b, g, past):
+    a = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    mu, var = a.mean(-1, keepdims=True), a.var(-1, keepdims=True)
+    n = (a - mu) / np.sqrt(var + 1e-5) * g + b
+    r = n.reshape(-1, 64)
+    c = np.concatenate([past, a], axis=1)
+    return c, np.exp(c), r[:, :32] * r[:, 32:]
+
+
+def test_a_dynamic_model_is_one_native_call_at_every_length():
+    """'?' sizes: the entry is one native call (no kernel called from
+    Python), numpy's results at several lengths, the appended cache fed
+    back grows in place.  (A size the kernels require equal fails with the
+    error that names it: tests/test_relay_dynamic.py, through this entry.)"""
+    cm = build(DYN, fallback=False)
+    prog = cm.executor.program
+    assert prog.entry is None and prog.dynamic_entry is not None
+    assert "one native function calling the kernels, sized per call" in cm.summary()
+
+    def fail(env):
+        raise AssertionError("a kernel was called from Python")
+    steps = prog.steps
+    prog.steps = [(fail, label, shapes) for _, label, shapes in prog.steps]
+    w, b, g = randn(64, 32), randn(64), randn(64)
+    past = np.zeros((1, 0, 64), np.float32)
+    for n in (5, 1, 1, 17):
+        x = randn(1, n, 32)
+        got = cm.run(x, w, b, g, past)
+        for y, want in zip(got, dyn_ref(x, w, b, g, past)):
+            np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+        if n == 1 and past.shape[1] == 6:
+            assert got[0].ctypes.data == past.ctypes.data   # the cache grew in place
+        past = got[0]
+    prog.steps = steps
+
+
+def test_the_dynamic_entry_matches_the_python_steps_on_a_decoder():
+    """The GPT-style decoder: every output of a prompt and of decoding
+    steps equal through the native entry and through the steps from Python
+    (a profiled run), bit for bit: the same kernels in the same order."""
+    import tvmd.frontend.onnx_backend as backend
+    from tvmd.testing.gpt_decoder import decoder, shapes, step_feeds
+    model = decoder(layers=2, hidden=64, heads=2, vocab=100)
+    rep = backend.prepare(model)
+    nl, heads, dh = shapes(model)
+    imp = rep._dynamic
+    prog = imp.run.compiled.executor.program
+    assert prog.dynamic_entry is not None
+    past = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+    for n in (7, 1, 1):
+        feeds = step_feeds(list(range(1, n + 1)), next(iter(past.values())).shape[1], past)
+        arrays = [feeds[k] for k in imp.params]
+        native = prog.run(arrays)
+        steps = prog.run(arrays, profile=Profile())
+        for a, c in zip(native, steps):
+            np.testing.assert_array_equal(a, c)
+        past = {f"past_{kv}{i}": native[1 + 2 * i + (kv == "v")] for i in range(nl) for kv in "kv"}

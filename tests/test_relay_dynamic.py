@@ -158,7 +158,8 @@ def test_a_reshape_of_run_time_size_is_a_view_not_a_copy():
 
 
 def test_a_value_sized_per_call_is_let_go_after_its_last_use():
-    """A chain of '?' products (each a kernel of its own): while it runs,
+    """A chain of '?' products (each a kernel of its own), run step by step
+    from Python (a profiled run, or a model the native entry cannot take): while it runs,
     at most the step's inputs and outputs are held -- each intermediate is
     released after its last reader, so a deep model's peak is a layer's
     activations, not all of them -- and the results are numpy's; a value
@@ -181,6 +182,7 @@ def test_a_value_sized_per_call_is_let_go_after_its_last_use():
             live.append(sum(1 for v in env[first:] if isinstance(v, np.ndarray)))
         return step
     prog.steps = [(counting(run), label, shapes) for run, label, shapes in prog.steps]
+    prog.dynamic_entry = None   # the steps from Python (as a profiled run takes them)
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((7, 32)).astype(np.float32), (rng.standard_normal((32, 32)) / 6).astype(np.float32)
     want = x
