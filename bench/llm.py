@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/llm.py [--layers 2,12] [--hidden 768] [--heads 12]
                                   [--vocab 50257] [--prefill 32,128,512]
-                                  [--decode 16] [--threads 2] [--repeat 8]
+                                  [--decode 16] [--prompt 32] [--threads 2] [--repeat 8]
                                   [--seed-matmul 4] [--disable-pass fuse-attention]
                                   [--mixed-precision bfloat16] [--quantize-weights int8]
 
@@ -18,7 +18,7 @@ and numpy, GFLOP/s beside the machine's limit.  Then per model:
 * prefill: the prompt of N tokens in one step, no past; tvmd and
   onnxruntime (intra-op threads = --threads) timed in interleaved blocks
   (bench/models.py), medians and the IQR spread, ratio tvmd/ort;
-* decode: after a 32-token prompt, --decode steps of one token each, the
+* decode: after a --prompt-token prompt (32), --decode steps of one token each, the
   present keys and values fed back as the past; tokens per second of each
   engine (the median step; each engine decodes DECODE_ROUNDS times, the
   engines' decodes alternating after a pause).
@@ -58,6 +58,7 @@ def main(argv=None):
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--prefill", default="32,128,512")
     ap.add_argument("--decode", type=int, default=16)
+    ap.add_argument("--prompt", type=int, default=32, help="the prompt's tokens before decoding (the past)")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TVMD_NUM_THREADS", "2")))
     ap.add_argument("--repeat", type=int, default=8)
     ap.add_argument("--seed-matmul", type=int, default=4, metavar="Q",
@@ -114,7 +115,7 @@ def main(argv=None):
         # blocks alternating after a pause: timed step by step in
         # alternation, onnxruntime's threads spin on after its step and take
         # a core from tvmd's next one (measured: 31 tokens/s that way, 80 alone)
-        prompt = [int(t) for t in rng.integers(0, a.vocab, 32)]
+        prompt = [int(t) for t in rng.integers(0, a.vocab, a.prompt)]
         caches = []
         for run in (lambda f: dict(zip(rep.output_names, rep.run(f))),
                     lambda f: dict(zip(names, sess.run(None, f)))):
@@ -124,7 +125,7 @@ def main(argv=None):
         for _ in range(DECODE_ROUNDS):
             for k, (run, cache) in enumerate(caches):
                 time.sleep(0.2)
-                secs[k] += decode_times(run, cache, a.decode, nl)
+                secs[k] += decode_times(run, cache, a.decode, nl, a.prompt)
         tps = [1 / np.median(s) for s in secs]
         print(f"  decode: tvmd {tps[0]:.1f} tokens/s, onnxruntime {tps[1]:.1f} tokens/s "
               f"(tvmd/ort {tps[0] / tps[1]:.2f}; spread {spread_pct(secs[0]):.0f}% / {spread_pct(secs[1]):.0f}%)")
@@ -159,13 +160,13 @@ def seed_matmul(backend, q, threads, repeat):
           f"tvmd/numpy {np.median(times[0]) / np.median(times[2]):.2f}\n")
 
 
-def decode_times(run, cache, steps, layers):
-    """The seconds of each of `steps` one-token steps after a 32-token
+def decode_times(run, cache, steps, layers, prompt=32):
+    """The seconds of each of `steps` one-token steps after a `prompt`-token
     prompt whose presents are `cache`."""
     from tvmd.testing.gpt_decoder import step_feeds
     out = []
     for step in range(steps):
-        f = step_feeds([1], 32 + step, cache)
+        f = step_feeds([1], prompt + step, cache)
         t0 = time.perf_counter()
         res = run(f)
         out.append(time.perf_counter() - t0)
