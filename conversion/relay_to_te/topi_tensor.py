@@ -19,8 +19,9 @@
     cumsum, cumprod         out[.., i, ..] = reduce_k (k <= i ? x[.., k, ..] : identity)
                             (k < i when exclusive); unset axis scans flattened x
 
-argwhere's row count depends on the data, so it has no static TE compute:
-lowering it is an error at the op.
+argwhere's row count depends on the data, and the dyn.* ops' output shapes
+on their operands' values, so they have no TE compute: lowering one is an
+error at the op (its function runs on numpy).
 """
 
 from __future__ import annotations
@@ -274,6 +275,12 @@ def scatter_nd(e, op, args):
 def argwhere(e, op, args):
     raise op.error("has no TE compute: its output row count (the number of non-zero elements) depends "
                    "on the data, and a te.compute needs a static shape")
+
+
+@strategy("dyn.reshape", "dyn.topk", "dyn.arange")
+def value_shaped(e, op, args):
+    raise op.error("has no TE compute: its output shape depends on the values of its operands, and a "
+                   "te.compute takes its extents from shapes (it runs on numpy)")
 
 
 # -- sorting ------------------------------------------------------------------------------------

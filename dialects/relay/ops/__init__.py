@@ -9,6 +9,7 @@
     reduce     sum, mean, max, min, prod, argmax, argmin, variance, std
     transform  reshape, transpose, concatenate, split, strided_slice, take, layout_transform, ...
     tensor     arange, zeros, ones, full, shape_of, ...
+    dyn        dyn.reshape, dyn.topk, dyn.arange: output shapes from input values
     image      resize2d, upsampling
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
@@ -19,5 +20,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, image, qnn)
+               transform, tensor, dyn, image, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -486,12 +486,17 @@ class TopKOp(RelayOp):
     def compute(self, x):
         axis = self.attributes["axis"] % x.ndim
         k = self.attributes["k"]
-        k = x.shape[axis] if k < 1 else k
-        idx = np.take(_order(x, axis, self.attributes["is_ascend"]), np.arange(k), axis=axis)
-        values = np.take_along_axis(x, idx, axis=axis)
-        idx = idx.astype(T.to_numpy_dtype(dtype_attr(self, default=T.i32)))
-        rt = self.attributes["ret_type"]
-        return (values, idx) if rt == "both" else values if rt == "values" else idx
+        return top_k(x, x.shape[axis] if k < 1 else k, axis, self.attributes["is_ascend"],
+                     self.attributes["ret_type"], dtype_attr(self, default=T.i32))
+
+
+def top_k(x, k, axis, ascend, ret_type, index_type):
+    """The k first of x along axis in sorted order (topk's and dyn.topk's
+    compute): values, indices (of `index_type`) or both."""
+    idx = np.take(_order(x, axis, ascend), np.arange(k), axis=axis)
+    values = np.take_along_axis(x, idx, axis=axis)
+    idx = idx.astype(T.to_numpy_dtype(index_type))
+    return (values, idx) if ret_type == "both" else values if ret_type == "values" else idx
 
 
 class SortOp(RelayOp):

@@ -67,7 +67,8 @@ def constant_of_shape(cx, node):
 def range_node(cx, node):
     """arange; where the limit is a dimension only known at run time
     (Shape -> Gather of a '?' axis) and the range starts at 0 by 1,
-    arange_like of that tensor: one build serves every length."""
+    arange_like of that tensor: one build serves every length; other
+    bounds known only at run time: dyn.arange."""
     from ..symbolic import Dim, elements
     start, limit, delta = node.input(0), node.input(1), node.input(2)
     if cx.static(limit, bound=False) is None:
@@ -76,6 +77,8 @@ def range_node(cx, node):
         if s is not None and d is not None and s.size == 1 and d.size == 1 and s.item() == 0 and d.item() == 1 \
                 and lim is not None and len(lim) == 1 and isinstance(lim[0], Dim):
             return cx.op("arange_like", lim[0].value, axis=lim[0].axis, dtype=cx.dtype(start))
+    if any(cx.static(v) is None for v in (start, limit, delta)):
+        return cx.op("dyn.arange", start, limit, delta, dtype=cx.dtype(start))
     return cx.op("arange", start=start, stop=limit, step=delta, dtype=cx.dtype(start))
 
 

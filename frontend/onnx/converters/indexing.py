@@ -126,12 +126,16 @@ def non_zero(cx, node):
 
 @converter("TopK", 1)
 def top_k(cx, node):
+    """k known at import: topk; a run-time k: dyn.topk (one build for every k)."""
     x = node.input(0)
-    k = node.attr("k") if node.version < 10 else int(cx.static_scalar(node.input(1), "k"))
     axis = norm_axis(cx, node.attr("axis", -1), cx.rank(x))
     # sorted = 0 leaves the order open: the sorted order is one valid answer
-    out = cx.op("topk", x, k=k, axis=axis, ret_type="both", is_ascend=not node.attr("largest", 1),
-                dtype=T.i64)
+    ascend = not node.attr("largest", 1)
+    if node.version >= 10 and cx.static(node.input(1)) is None:
+        out = cx.op("dyn.topk", x, node.input(1), axis=axis, ret_type="both", is_ascend=ascend, dtype=T.i64)
+        return [cx.get_item(out, 0), cx.get_item(out, 1)]
+    k = node.attr("k") if node.version < 10 else int(cx.static_scalar(node.input(1), "k"))
+    out = cx.op("topk", x, k=k, axis=axis, ret_type="both", is_ascend=ascend, dtype=T.i64)
     return [cx.get_item(out, 0), cx.get_item(out, 1)]
 
 

@@ -22,19 +22,23 @@ INT64_MAX = 2 ** 63 - 1
 def reshape_node(cx, node):
     """0 copies the input's dimension (unless allowzero), -1 is inferred:
     with a static input the shape is resolved here, else it goes to relay's
-    reshape, whose 0 and -1 mean the same."""
+    reshape, whose 0 and -1 mean the same; a shape known only at run time
+    (not one followed from the input's own dimensions) is dyn.reshape."""
     x = node.input(0)
     allowzero = node.attr("allowzero", 0)
     if node.version < 5:
         shape = tuple(node.attr("shape", ()))
-    elif cx.static(node.input(1)) is None and not allowzero:
-        # a target computed from a dynamic shape: followed symbolically
+    elif cx.static(node.input(1)) is None:
+        # a target computed from a dynamic shape: followed symbolically;
+        # else read when it runs (dyn.reshape), if its length is known
         from ..symbolic import elements, reshape_codes
-        target = elements(cx, node.input(1))
+        target = elements(cx, node.input(1)) if not allowzero else None
         codes = reshape_codes(cx, x, target) if target is not None else None
-        if codes is None:
+        if codes is not None:
+            return cx.op("reshape", x, newshape=codes)
+        if cx.shape(node.input(1)) in ((None,), ()) or len(cx.shape(node.input(1))) != 1:
             cx.static_ints(node.input(1), "shape")     # raises StaticValueRequired
-        return cx.op("reshape", x, newshape=codes)
+        return cx.op("dyn.reshape", x, node.input(1), allowzero=bool(allowzero))
     else:
         shape = cx.static_ints(node.input(1), "shape")
     xs = cx.shape(x)
