@@ -27,7 +27,7 @@ from ....ir.attrkinds import BOOL, INT, STR, enum
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from .base import OpPattern, RelayOp, tensor_type
-from .util import dtype_attr, int_tensor, norm_axis, scalar_like
+from .util import dtype_attr, int_tensor, norm_axis, onnx_reshape, scalar_like
 
 np = lazy_module("numpy")
 
@@ -49,28 +49,11 @@ class DynReshapeOp(RelayOp):
 
     def compute(self, x, s):
         codes = [int(v) for v in np.asarray(s).reshape(-1)]
-        out, infer = [], None
-        for i, c in enumerate(codes):
-            if c == 0 and not self.attributes["allowzero"]:
-                if i >= x.ndim:
-                    raise self.error(f"newshape {codes} copies dimension {i}, which the data {list(x.shape)} "
-                                     "does not have")
-                c = x.shape[i]
-            elif c == -1:
-                if infer is not None:
-                    raise self.error(f"newshape {codes} has more than one -1")
-                infer = i
-            elif c < 0:
-                raise self.error(f"newshape {codes} has a negative dimension {c}")
-            out.append(c)
-        known = int(np.prod([d for i, d in enumerate(out) if i != infer], dtype=np.int64))
-        if infer is not None:
-            if known == 0 or x.size % known:
-                raise self.error(f"newshape {codes} cannot take the {x.size} elements of data {list(x.shape)}")
-            out[infer] = x.size // known
-        elif known != x.size:
-            raise self.error(f"newshape {codes} holds {known} elements, the data {list(x.shape)} {x.size}")
-        return np.ascontiguousarray(x.reshape(out))
+        try:
+            shape = onnx_reshape(x.shape, codes, self.attributes["allowzero"])
+        except ValueError as e:
+            raise self.error(f"{e} (the data is {list(x.shape)})") from None
+        return np.ascontiguousarray(x.reshape(shape))
 
 
 class DynTopKOp(RelayOp):

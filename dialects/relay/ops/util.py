@@ -259,3 +259,31 @@ def bf16_values(bits):
     import numpy as np
     return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
+
+
+def onnx_reshape(xs, shape, allowzero=False):
+    """ONNX Reshape's target for an input of static shape `xs`: 0 copies
+    the input's dimension (unless allowzero), -1 is inferred; the result
+    as a tuple, or ValueError saying why it cannot be."""
+    out, infer = [], None
+    for i, d in enumerate(shape):
+        if d == 0 and not allowzero:
+            if i >= len(xs):
+                raise ValueError(f"shape {list(shape)} copies dimension {i}, which the input does not have")
+            d = xs[i]
+        elif d == -1:
+            if infer is not None:
+                raise ValueError(f"shape {list(shape)} has more than one -1")
+            infer = i
+        elif d < 0:
+            raise ValueError(f"shape {list(shape)} has a negative dimension")
+        out.append(d)
+    total = prod(xs)
+    if infer is not None:
+        known = prod(d for i, d in enumerate(out) if i != infer)
+        if known == 0 or total % known:
+            raise ValueError(f"cannot reshape {list(xs)} to {list(shape)}")
+        out[infer] = total // known
+    if prod(out) != total:
+        raise ValueError(f"cannot reshape {list(xs)} ({total} elements) to {list(out)}")
+    return tuple(out)

@@ -50,37 +50,11 @@ def reshape_node(cx, node):
 
 
 def resolve_shape(cx, xs, shape, allowzero=False):
-    out = []
-    infer = None
-    for i, d in enumerate(shape):
-        if d == 0 and not allowzero:
-            if i >= len(xs):
-                raise cx.error(f"shape {list(shape)} copies dimension {i}, which the input does not have")
-            d = xs[i]
-        elif d == -1:
-            if infer is not None:
-                raise cx.error(f"shape {list(shape)} has more than one -1")
-            infer = i
-        elif d < 0:
-            raise cx.error(f"shape {list(shape)} has a negative dimension")
-        out.append(d)
-    total = 1
-    for d in xs:
-        total *= d
-    if infer is not None:
-        known = 1
-        for i, d in enumerate(out):
-            if i != infer:
-                known *= d
-        if known == 0 or total % known:
-            raise cx.error(f"cannot reshape {list(xs)} to {list(shape)}")
-        out[infer] = total // known
-    n = 1
-    for d in out:
-        n *= d
-    if n != total:
-        raise cx.error(f"cannot reshape {list(xs)} ({total} elements) to {list(out)}")
-    return tuple(out)
+    from ....dialects.relay.ops.util import onnx_reshape
+    try:
+        return onnx_reshape(xs, shape, allowzero)
+    except ValueError as e:
+        raise cx.error(str(e)) from None
 
 
 @converter("Flatten", 1)
