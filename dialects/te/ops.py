@@ -273,6 +273,9 @@ class ComputeOp(Operation):
         if red in ARG_REDUCERS:
             if not (T.is_int(t.element_type) or t.element_type is T.index):
                 raise self.error(f"an {red} tensor holds integer positions, not {t.element_type}")
+            vt = last.operands[0].type
+            if not (T.is_int(vt) or T.is_float(vt) or vt is T.index):
+                raise last.error(f"yields {vt}; an {red} compares scalars (an integer or a float)")
             return
         if last.operands[0].type is not t.element_type:
             raise last.error(f"yields {last.operands[0].type} but the tensor holds {t.element_type}")
