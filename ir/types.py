@@ -430,13 +430,18 @@ def to_numpy_dtype(t: Type):
     return np.dtype(name)
 
 
+_STORAGE_DTYPES: dict = {}   # element type -> its numpy dtype (the runtime asks per input, per call)
+
+
 def storage_numpy_dtype(t: Type):
     """The numpy dtype of a buffer of `t`: its own, or uint16 for bf16,
     which numpy lacks (the raw bits, as classic TVM's NDArray held them)."""
-    import numpy as np
-    if str(t) == "bf16":
-        return np.dtype("uint16")
-    return to_numpy_dtype(t)
+    dt = _STORAGE_DTYPES.get(t)
+    if dt is None:
+        import numpy as np
+        dt = np.dtype("uint16") if str(t) == "bf16" else to_numpy_dtype(t)
+        _STORAGE_DTYPES[t] = dt
+    return dt
 
 
 def from_numpy_dtype(dtype) -> Type:

@@ -61,17 +61,6 @@ def _check_array(t, arr, label):
     return arr
 
 
-def _expectations(params):
-    """Per tensor parameter, (numpy dtype, shape with None for '?'); None
-    for another type (always fully checked)."""
-    out = []
-    for p in params:
-        t = p.type
-        out.append((np.dtype(T.storage_numpy_dtype(t.element_type)), tuple(t.shape))
-                   if isinstance(t, T.TensorType) else (None, None))
-    return out
-
-
 def check_out(func, out, inputs):
     """`out` (an array or a sequence of them) checked against `func`'s
     result types: one writeable C-contiguous array of the right dtype and
@@ -233,7 +222,6 @@ class Executor(EntrySignature):
             raise ExecutionError(f"the module has no relay.func @{entry} to run")
         self.entry_op = f
         self.program = None
-        self._expect = None   # per input: (dtype, shape) the fast check compares (_expectations)
         if self.target.kind == "llvm":
             from .program import Program, straight_line
             if straight_line(module, f):
@@ -259,17 +247,8 @@ class Executor(EntrySignature):
             params = self.entry_op.body.args
             if len(inputs) != len(params):
                 raise ExecutionError(f"@{self.entry} takes {len(params)} input(s), got {len(inputs)}")
-            expect = self._expect
-            if expect is None:
-                expect = self._expect = _expectations(params)
-            arrays = list(inputs)
-            for i, (a, (dt, shape)) in enumerate(zip(inputs, expect)):
-                # the common case, a numpy array of the type's dtype and shape, without
-                # the full check (2 us an input: a decoding step passes 26 of them)
-                if type(a) is not np.ndarray or a.dtype != dt or len(a.shape) != len(shape) or \
-                        any(d is not None and d != n for d, n in zip(shape, a.shape)):
-                    p = params[i]
-                    arrays[i] = _check_input(p, a, f"input {i} (%{p.name or i}) of @{self.entry}")
+            arrays = [_check_input(p, a, f"input {i} (%{p.name or i}) of @{self.entry}")
+                      for i, (p, a) in enumerate(zip(params, inputs))]
             if out is not None:
                 out = check_out(self.entry_op, out, arrays)
             return self.program.run(arrays, profile, out)
