@@ -43,7 +43,8 @@ import itertools
 import numpy as np
 
 from .aot import NotCompilable, quote
-from .ndarray import data_ptr
+from .dynamic import grow_into, sized_signature
+from .ndarray import data_ptr, empty_aligned
 
 _ids = itertools.count()
 ALIGN = 64
@@ -99,7 +100,6 @@ class DynamicEntry:
                 index[k] = len(rows)
                 rows.append(r)
             return index[k]
-        self._need = need
         value = {}           # slot -> ("buf", buffer, shape rows) | ("tuple", [values])
         self.buffers = []
 
@@ -135,7 +135,7 @@ class DynamicEntry:
                 value[out] = v[1][idx]
                 reads = [src]
             elif kind in ("kernel", "dynamic"):
-                c = self._static_kernel(step, value, new_buffer) if kind == "kernel" else \
+                c = self._static_kernel(step, value, new_buffer, need) if kind == "kernel" else \
                     self._dynamic_kernel(step, value, new_buffer, need, checks)
                 if c is not None:   # (None: a view)
                     c["step"] = si
@@ -162,10 +162,11 @@ class DynamicEntry:
             if b.kind == "grow" and not any(r[0] is b for r in self.results):
                 raise NotCompilable("a KV cache's append whose result is not returned")
         self.calls = calls
+        self.one = need(1)   # a row of the constant 1: pads the intermediates' shapes (_compile)
         self.M = np.array(rows, np.int64).reshape(len(rows), self.width)
         self.C = np.array(checks, np.int64).reshape(len(checks), self.width)
 
-    def _static_kernel(self, step, value, new_buffer):
+    def _static_kernel(self, step, value, new_buffer, need):
         _, name, out, ins, fixed_out = step
         prog = self.program
         sig = prog.lib[name].sig
@@ -178,15 +179,14 @@ class DynamicEntry:
                 shape = b.shape
             else:   # returned: the caller allocates it
                 shape, dt = prog.bufs[(out, k)]
-                buf = new_buffer([self._need(d) for d in shape], np.dtype(dt), "tmp")
+                buf = new_buffer([need(d) for d in shape], np.dtype(dt), "tmp")
             vals.append(("buf", buf, [self._row(d) for d in shape]))
         outs = [v[1] for v in vals]
         value[out] = vals[0] if len(vals) == 1 else ("tuple", vals)
         args = [value[i] for i in ins]
         if any(a[0] != "buf" for a in args):
             raise NotCompilable(f"kernel @{name} takes a tuple")
-        return {"name": name, "ins": [a[1] for a in args], "outs": outs, "sizes": [], "hidden": [],
-                "n_params": len(sig.params), "scalars": []}
+        return {"name": name, "ins": [a[1] for a in args], "outs": outs, "sizes": [], "hidden": []}
 
     def _dynamic_kernel(self, step, value, new_buffer, need, checks):
         from ..ir import types as T
@@ -233,14 +233,10 @@ class DynamicEntry:
             call_shapes = [list(s) for s in shapes]
             call_shapes[p][axis] = self._row(0)
         call_out = out_shapes(call_shapes)
-        if len(callee.outputs) != len(sig.declared) - len(ins) - len(size_args):
-            raise NotCompilable(f"kernel @{name}: an unexpected signature")
         declared = sig.declared
-        kinds = [q.kind for q in declared]
-        if kernel.unsupported or kinds != ["buffer"] * len(ins) + ["scalar"] * len(size_args) + \
-                ["buffer"] * len(callee.outputs):
-            raise NotCompilable(f"kernel @{name}: scalar parameters other than sizes")
-        if any(q.type != "index" for q in declared if q.kind == "scalar"):
+        if not sized_signature(kernel, len(ins), len(size_args), len(callee.outputs)):
+            raise NotCompilable(f"kernel @{name}: parameters other than tensors, sizes and outputs")
+        if any(q.type != "index" for q in declared if q.kind == "scalar"):   # the entry passes i64
             raise NotCompilable(f"kernel @{name}: a scalar parameter that is not an index")
         outs = []
         for k, dt in enumerate(dts):
@@ -263,8 +259,7 @@ class DynamicEntry:
             else:
                 raise NotCompilable(f"kernel @{name}: a hidden dimension of a scalar")
         return {"name": name, "ins": [a[1] for a in args], "outs": outs,
-                "sizes": [need(call_shapes[i][a]) for i, a in size_args], "hidden": hidden,
-                "n_params": len(sig.params)}
+                "sizes": [need(call_shapes[i][a]) for i, a in size_args], "hidden": hidden}
 
     # -- code ----------------------------------------------------------------------
 
@@ -280,9 +275,8 @@ class DynamicEntry:
         self.tmps = [b for b in self.buffers if b.kind == "tmp"]
         self.escs = [b for b in self.buffers if b.kind in ("esc", "grow")]
         # per intermediate: its dims' rows, padded with a row of the constant 1
-        one = self._need_row_of_one()
         rank = max([len(b.shape) for b in self.tmps] + [1])
-        self.gather = np.array([b.shape + [one] * (rank - len(b.shape)) for b in self.tmps], np.int64) \
+        self.gather = np.array([b.shape + [self.one] * (rank - len(b.shape)) for b in self.tmps], np.int64) \
             .reshape(len(self.tmps), rank)
         self.itemsize = np.array([b.dtype.itemsize for b in self.tmps], np.int64)
         text = self._ir(f"__tvmd_aotd{uid}_entry")
@@ -296,26 +290,14 @@ class DynamicEntry:
         n = len(self.in_ranks) + 1 + len(self.escs) + sum(1 for b in self.escs if b.kind == "grow")
         self.cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_void_p] * n)(address)
 
-    def _need_row_of_one(self):
-        """The position of a row that is the constant 1 (added if none)."""
-        r = self._row(1)
-        hit = np.flatnonzero((self.M == r).all(axis=1))
-        if hit.size:
-            return int(hit[0])
-        self.M = np.vstack([self.M, r])
-        return self.M.shape[0] - 1
-
     def _ir(self, entry):
         n_in = len(self.in_ranks)
         # an append's result: %e the new rows it writes, %g the whole (past and new) later steps read
         params = [f"ptr %in{i}" for i in range(n_in)] + ["ptr %v"] + \
             [f"ptr %e{j}" for j in range(len(self.escs))] + \
             [f"ptr %g{j}" for j, b in enumerate(self.escs) if b.kind == "grow"]
-        decls = {}
-        for c in self.calls:
-            decls[c["name"]] = c
         lines = []
-        for n, c in decls.items():
+        for n in self.symbols:
             kernel = self.program.lib[n]
             tys = ["ptr" if p.kind == "buffer" else "i64" for p in kernel.sig.params]
             lines.append(f"declare void {quote(self.symbols[n])}({', '.join(tys)})")
@@ -393,12 +375,12 @@ class DynamicEntry:
             shape = tuple(int(v[k]) for k in b.shape)
             if b.kind == "grow":
                 (p, axis), i = b.esc
-                dest, result = _grow(arrays[i], shape, axis, b.dtype)
+                dest, result = grow_into(arrays[i], shape, axis, b.dtype)
                 made[b.id] = result
                 escs.append(dest)
                 wholes.append(result)
             else:
-                a = _empty(shape, b.dtype)
+                a = empty_aligned(shape, b.dtype)
                 made[b.id] = a
                 escs.append(a)
         rc = self.cfunc(*[data_ptr(a) for a in arrays], sizes.ctypes.data, *[data_ptr(a) for a in escs],
@@ -422,16 +404,6 @@ def _buffers_of(v):
             yield from _buffers_of(x)
     else:
         yield v[1]
-
-
-def _grow(past, shape, axis, dtype):
-    from .dynamic import grow_into
-    return grow_into(past, shape, axis, dtype)
-
-
-def _empty(shape, dtype):
-    from .ndarray import empty_aligned
-    return empty_aligned(shape, dtype)
 
 
 def compile_dynamic_entry(program) -> DynamicEntry:

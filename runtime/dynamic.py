@@ -173,6 +173,15 @@ def grow_into(past, shape, axis, dtype):
     return dest, result
 
 
+def sized_signature(kernel, n_in, n_sizes, n_out):
+    """Whether `kernel`'s C entry takes `n_in` tensors, `n_sizes` sizes and
+    `n_out` outputs, in that order (then its hidden '?' dimensions), and
+    ctypes can call it: what a step sized per call passes, from Python or
+    from runtime/aot_dynamic.py's native entry."""
+    kinds = [p.kind for p in kernel.sig.declared]
+    return not kernel.unsupported and kinds == ["buffer"] * n_in + ["scalar"] * n_sizes + ["buffer"] * n_out
+
+
 def _direct_call(kernel, n_in, n_sizes, n_out):
     """The kernel's C entry called with pointers, sizes and the hidden '?'
     dimensions (backend/abi.py), without Kernel.__call__'s checks per
@@ -180,12 +189,10 @@ def _direct_call(kernel, n_in, n_sizes, n_out):
     executor checked at the entry and the kernels made, their '?' sizes
     are the ones just checked, and the outputs are fresh.  None when the
     signature is not tensors, sizes, outputs in that order."""
-    sig = kernel.sig
-    declared = sig.declared
-    kinds = [p.kind for p in declared]
-    if kernel.unsupported or kinds != ["buffer"] * n_in + ["scalar"] * n_sizes + ["buffer"] * n_out:
+    if not sized_signature(kernel, n_in, n_sizes, n_out):
         return None
-    hidden = [(p.buffer, p.axis) for p in sig.params[len(declared):]]
+    sig = kernel.sig
+    hidden = [(p.buffer, p.axis) for p in sig.params[len(sig.declared):]]
     cfunc = kernel.cfunc
 
     def call(args, sizes, outs):
