@@ -185,8 +185,9 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
         at += 2
     llvm = str(target).split()[0] == "llvm"
     targeted = (lambda name: f"{name}{{target='{target}'}}" if str(target) != "llvm" else name)
-    if opt_level >= 3 and llvm:
-        names.insert(at, targeted("alter-op-layout"))
+    before_fusion = []
+    if opt_level >= 3 and llvm and LLVM_CONV_LAYOUT:
+        before_fusion += [f"convert-layout{{nn.conv2d={LLVM_CONV_LAYOUT}}}", "fold-constant"]
     if quantize_weights:
         if quantize_weights != "int8":
             raise ValueError(f"quantize_weights is 'int8', not {quantize_weights!r}")
@@ -195,10 +196,10 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
                              "products are float32)")
         if not llvm:
             raise ValueError(f"quantize_weights needs an llvm target, not {str(target)!r}")
-        names.insert(at, targeted("quantize-weights"))
+        before_fusion.append(targeted("quantize-weights"))
     if opt_level >= 3 and llvm:
-        if LLVM_CONV_LAYOUT:
-            names[at:at] = [f"convert-layout{{nn.conv2d={LLVM_CONV_LAYOUT}}}", "fold-constant"]
+        before_fusion.append(targeted("alter-op-layout"))
+    names[at:at] = before_fusion
     unknown = set(disabled_passes) - set(PASSES)
     if unknown:
         raise ValueError(f"unknown pass(es) to disable: {', '.join(sorted(unknown))}")
