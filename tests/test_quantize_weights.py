@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tvmd.dialects.relay.passes.quantize_weights import pack_panels, quantize_rows
+from tvmd.dialects.relay.passes.alter_op_layout import pack_panels
+from tvmd.dialects.relay.passes.quantize_weights import quantize_rows
 from tvmd.runtime.build import build
 
 

@@ -179,10 +179,7 @@ class AlterOpLayout(ModulePass):
             new_w = made.get(key)
             if new_w is None:
                 arr = _weight_nk(op, w)
-                if pad:
-                    import numpy as np
-                    arr = np.concatenate([arr, np.zeros((pad, arr.shape[1]), arr.dtype)])
-                arr = arr.reshape((n + pad) // nb, nb, -1).transpose(0, 2, 1) if kind == "dense-pack" else arr.T
+                arr = pack_panels(arr, nb) if kind == "dense-pack" else arr.T
                 new_w = made[key] = _constant_like(w, arr, f"p{nb}" if kind == "dense-pack" else "t")
                 block.insert_before(op, new_w)
             # (with padding: the panels' zero columns left off by units, not sliced off after)
@@ -210,6 +207,28 @@ def _replace(op, new, dead, weight=None):
     op.results[0].replace_all_uses_with(new.results[0])
     dead.extend(weight or [defining_constant(op.operands[1])])
     op.erase()
+
+
+def pack_panels(w, nb):
+    """w (N x K) as "NC{nb}n": [N'/nb, K, nb], N padded with zero rows to
+    whole panels (N'); wp[j / nb, k, j % nb] = w[j, k]."""
+    import numpy as np
+    n, k = w.shape
+    pad = -n % nb
+    if pad:
+        w = np.concatenate([w, np.zeros((pad, k), w.dtype)])
+    return w.reshape((n + pad) // nb, nb, k).transpose(0, 2, 1)
+
+
+def panel_width(n, rows, lanes, pack_width=0):
+    """The panel width of a packed weight of n columns made for a product
+    of `rows` rows (None: known at run time) on `lanes`-wide vectors (the
+    word forms' and weight-only int8's rule): `pack_width` when set, else
+    two vectors of columns (one below MIN_ROWS rows), the first that
+    divides n, else pad_width's."""
+    few = rows is not None and rows < MIN_ROWS
+    widths = (pack_width,) if pack_width > 0 else tuple(f * lanes for f in ((1,) if few else (2, 1)))
+    return next((w for w in widths if n % w == 0), None) or pad_width(n, widths)
 
 
 def pad_width(n, widths):

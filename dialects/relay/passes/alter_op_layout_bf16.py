@@ -34,21 +34,18 @@ def pack_bf16(op, block, made, vu, pack_width=0):
     `made` caches packed weights."""
     from ....ir import types as T
     from ..ops.nn import DensePackOp
-    from .alter_op_layout import MIN_ROWS, _rows, pad_width
+    from .alter_op_layout import _rows, panel_width
     if not vu.bf16_lanes:
         return None
     found = _cast_weight(op)
     if found is None:
         return None
     cast, c = found
-    rows = _rows(op)
     arr = c.attributes["value"].array
     if op.op_name == "nn.matmul" and not op.attributes["transpose_b"]:
         arr = arr.T
     n, k = arr.shape
-    few = rows is not None and rows < MIN_ROWS
-    widths = (pack_width,) if pack_width > 0 else tuple(f * vu.lanes for f in ((1,) if few else (2, 1)))
-    nb = next((w for w in widths if n % w == 0), None) or pad_width(n, widths)
+    nb = panel_width(n, _rows(op), vu.lanes, pack_width)
     key = ("bf16-words", c, nb, arr.shape)
     wp = made.get(key)
     if wp is None:

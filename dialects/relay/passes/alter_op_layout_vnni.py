@@ -50,16 +50,13 @@ def _dense(op, block, made, vu, pack_width):
     from ....ir import types as T
     from ..ops.nn import DensePackOp
     from ..ops.util import bytes_as_words
-    from .alter_op_layout import MIN_ROWS, _constant_like, _rows, _weight_nk, pad_width
+    from .alter_op_layout import _constant_like, _rows, _weight_nk, panel_width
     w = _dense_weight(op)
     if w is None:
         return None
     arr = _weight_nk(op, w)
     n, k = arr.shape
-    rows = _rows(op)
-    few = rows is not None and rows < MIN_ROWS
-    widths = (pack_width,) if pack_width > 0 else tuple(f * vu.vnni_lanes[0] for f in ((1,) if few else (2, 1)))
-    nb = next((c for c in widths if n % c == 0), None) or pad_width(n, widths)
+    nb = panel_width(n, _rows(op), vu.vnni_lanes[0], pack_width)
     pad = -n % nb
     key = ("words", w, nb)
     wp = made.get(key)
@@ -75,7 +72,6 @@ def _dense(op, block, made, vu, pack_width):
 
 
 def _conv(op, block, made, vu, pack_width):
-    import numpy as np
     from ....ir import types as T
     from ..layouts import convert_array
     from ..ops.conv import Conv2DPackOp

@@ -79,7 +79,7 @@ class QuantizeWeights(GraphFunctionPass):
         from ..ops.conv import Conv2DOp
         from ..ops.elemwise import MultiplyOp
         from ..ops.nn import DensePackOp
-        from .alter_op_layout import MIN_ROWS, _constant_like, _constant_weight, _rows, _weight_nk, pad_width
+        from .alter_op_layout import _constant_like, _constant_weight, _rows, _weight_nk, pack_panels, panel_width
         c = _constant_weight(op)
         if c is None or op.operands[0].type.element_type is not T.f32 or \
                 c.results[0].type.element_type is not T.f32 or op.attributes.get("out_dtype") not in ("", "float32"):
@@ -88,10 +88,7 @@ class QuantizeWeights(GraphFunctionPass):
         if arr.size < max(1, self.min_elements):
             return False
         n = arr.shape[0]
-        rows = _rows(op)
-        few = rows is not None and rows < MIN_ROWS
-        widths = (self.pack_width,) if self.pack_width > 0 else tuple(f * vu.lanes for f in ((1,) if few else (2, 1)))
-        nb = next((w for w in widths if n % w == 0), None) or pad_width(n, widths)
+        nb = panel_width(n, _rows(op), vu.lanes, self.pack_width)
         key = (c, nb, arr.shape)
         if key not in made:
             q, scale = quantize_rows(arr)
@@ -123,14 +120,3 @@ def quantize_rows(w):
     scale = np.where(top > 0, top / np.float32(127), np.float32(1)).astype(np.float32)
     q = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(np.int8)
     return q, scale
-
-
-def pack_panels(q, nb):
-    """q (N x K) as "NC{nb}n": [N'/nb, K, nb], N padded with zero rows to
-    whole panels; wp[j / nb, k, j % nb] = q[j, k]."""
-    import numpy as np
-    n, k = q.shape
-    pad = -n % nb
-    if pad:
-        q = np.concatenate([q, np.zeros((pad, k), q.dtype)])
-    return q.reshape((n + pad) // nb, nb, k).transpose(0, 2, 1)
