@@ -74,7 +74,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import tvmd.frontend.onnx_backend as backend
-    from tvmd.testing.gpt_decoder import decoder, shapes, step_feeds
+    from tvmd.testing.gpt_decoder import decoder, empty_cache, next_cache, step_feeds
 
     if a.seed_matmul:
         seed_matmul(backend, a.seed_matmul, a.threads, a.repeat)
@@ -94,8 +94,7 @@ def main(argv=None):
         prep = time.perf_counter() - t0
         sess = ort_session(model, a.threads)
         names = [o.name for o in sess.get_outputs()]
-        nl, heads, dh = shapes(model)
-        empty = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+        empty = empty_cache(model)
         rng = np.random.default_rng(0)
         print(f"\n{layers} layer(s): prepared once in {prep:.1f} s")
         print(f"  {'prefill':>10} {'tvmd ms':>9} {'ort ms':>9} {'tvmd/ort':>9}  spread tvmd/ort")
@@ -120,12 +119,12 @@ def main(argv=None):
         for run in (lambda f: dict(zip(rep.output_names, rep.run(f))),
                     lambda f: dict(zip(names, sess.run(None, f)))):
             res = run(step_feeds(prompt, 0, empty))
-            caches.append((run, {f"past_{kv}{i}": res[f"present_{kv}{i}"] for i in range(nl) for kv in "kv"}))
+            caches.append((run, next_cache(res)))
         secs = [[], []]
         for _ in range(DECODE_ROUNDS):
             for k, (run, cache) in enumerate(caches):
                 time.sleep(0.2)
-                secs[k] += decode_times(run, cache, a.decode, nl, a.prompt)
+                secs[k] += decode_times(run, cache, a.decode, a.prompt)
         tps = [1 / np.median(s) for s in secs]
         print(f"  decode: tvmd {tps[0]:.1f} tokens/s, onnxruntime {tps[1]:.1f} tokens/s "
               f"(tvmd/ort {tps[0] / tps[1]:.2f}; spread {spread_pct(secs[0]):.0f}% / {spread_pct(secs[1]):.0f}%)")
@@ -160,17 +159,17 @@ def seed_matmul(backend, q, threads, repeat):
           f"tvmd/numpy {np.median(times[0]) / np.median(times[2]):.2f}\n")
 
 
-def decode_times(run, cache, steps, layers, prompt=32):
+def decode_times(run, cache, steps, prompt=32):
     """The seconds of each of `steps` one-token steps after a `prompt`-token
     prompt whose presents are `cache`."""
-    from tvmd.testing.gpt_decoder import step_feeds
+    from tvmd.testing.gpt_decoder import next_cache, step_feeds
     out = []
     for step in range(steps):
         f = step_feeds([1], prompt + step, cache)
         t0 = time.perf_counter()
         res = run(f)
         out.append(time.perf_counter() - t0)
-        cache = {f"past_{kv}{i}": res[f"present_{kv}{i}"] for i in range(layers) for kv in "kv"}
+        cache = next_cache(res)
     return out
 
 

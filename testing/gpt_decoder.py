@@ -92,19 +92,30 @@ def step_feeds(tokens, past, cache):
     return feeds
 
 
+def empty_cache(model):
+    """The past of a first step: every layer's keys and values, no rows."""
+    layers, heads, dh = shapes(model)
+    empty = np.zeros((1, 0, heads, dh), np.float32)
+    return {f"past_{kv}{i}": empty for i in range(layers) for kv in "kv"}
+
+
+def next_cache(outputs):
+    """The next step's past: a step's present keys and values (`outputs`
+    by name)."""
+    return {k.replace("present_", "past_", 1): v for k, v in outputs.items() if k.startswith("present_")}
+
+
 def generate(run, model, prompt, n):
     """Greedy decoding: the prompt in one step, then one token a step; the
     present keys and values of each step are the next step's past.
     Returns the `n` new token ids."""
-    layers, heads, dh = shapes(model)
-    empty = np.zeros((1, 0, heads, dh), np.float32)
-    cache = {f"past_{kv}{i}": empty for i in range(layers) for kv in "kv"}
+    cache = empty_cache(model)
     tokens, past, out = list(prompt), 0, []
     for _ in range(n):
         res = run(step_feeds(tokens, past, cache))
         nxt = int(np.argmax(res["logits"][0, -1]))
         out.append(nxt)
         past += len(tokens)
-        cache = {f"past_{kv}{i}": res[f"present_{kv}{i}"] for i in range(layers) for kv in "kv"}
+        cache = next_cache(res)
         tokens = [nxt]
     return out

@@ -172,14 +172,13 @@ def test_the_dynamic_entry_matches_the_python_steps_on_a_decoder():
     steps equal through the native entry and through the steps from Python
     (a profiled run), bit for bit: the same kernels in the same order."""
     import tvmd.frontend.onnx_backend as backend
-    from tvmd.testing.gpt_decoder import decoder, shapes, step_feeds
+    from tvmd.testing.gpt_decoder import decoder, empty_cache, next_cache, step_feeds
     model = decoder(layers=2, hidden=64, heads=2, vocab=100)
     rep = backend.prepare(model)
-    nl, heads, dh = shapes(model)
     imp = rep._dynamic
     prog = imp.run.compiled.executor.program
     assert prog.dynamic_entry is not None
-    past = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+    past = empty_cache(model)
     for n in (7, 1, 1):
         feeds = step_feeds(list(range(1, n + 1)), next(iter(past.values())).shape[1], past)
         arrays = [feeds[k] for k in imp.params]
@@ -187,4 +186,4 @@ def test_the_dynamic_entry_matches_the_python_steps_on_a_decoder():
         steps = prog.run(arrays, profile=Profile())
         for a, c in zip(native, steps):
             np.testing.assert_array_equal(a, c)
-        past = {f"past_{kv}{i}": native[1 + 2 * i + (kv == "v")] for i in range(nl) for kv in "kv"}
+        past = next_cache(dict(zip(rep.output_names, native)))

@@ -39,19 +39,18 @@ def test_a_bfloat16_build_serves_every_length_close_to_onnxruntime():
     weights packed for vdpbf16ps), one build for prefill and decoding,
     the logits within bf16's rounding of onnxruntime's float32 ones."""
     from tvmd.backend.spec import parse_target
-    from tvmd.testing.gpt_decoder import shapes, step_feeds
+    from tvmd.testing.gpt_decoder import empty_cache, next_cache, step_feeds
     model = decoder(layers=2, hidden=64, heads=2, vocab=100)
     rep = backend.prepare(model, compile_options={"mixed_precision": "bfloat16"})
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    nl, heads, dh = shapes(model)
-    past = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+    past = empty_cache(model)
     rng = np.random.default_rng(1)
     for n in (7, 1, 1, 64):
         feeds = step_feeds([int(t) for t in rng.integers(0, 100, n)], next(iter(past.values())).shape[1], past)
         got, want = rep.run(feeds), sess.run(None, feeds)
         scale = np.abs(want[0]).max()
         assert np.abs(got[0] - want[0]).max() <= 0.03 * scale, n
-        past = {f"past_{kv}{i}": got[1 + 2 * i + (kv == "v")] for i in range(nl) for kv in "kv"}
+        past = next_cache(got._asdict())
     assert rep.builds == 1
     stats = rep._dynamic.run.compiled.stats
     assert stats["to-mixed-precision"]["ops-in-low-precision"] > 0
@@ -64,12 +63,10 @@ def test_the_cache_grows_in_place_and_nothing_a_caller_holds_changes():
     the same buffer (no copy of the cache per token); a past fed again
     after a later step (a branch) goes to a new buffer, and what the later
     step returned stays as it was."""
-    from tvmd.testing.gpt_decoder import shapes, step_feeds
+    from tvmd.testing.gpt_decoder import empty_cache, next_cache, step_feeds
     model = decoder(layers=2, hidden=64, heads=2, vocab=100)
     rep = backend.prepare(model)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    nl, heads, dh = shapes(model)
-    names = [f"present_{kv}{i}" for i in range(nl) for kv in "kv"]
 
     def step(tokens, past, cache):
         feeds = step_feeds(tokens, past, cache)
@@ -77,10 +74,9 @@ def test_the_cache_grows_in_place_and_nothing_a_caller_holds_changes():
         want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
         for k in want:
             np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4, err_msg=k)
-        return {n.replace("present", "past"): got[n] for n in names}
+        return next_cache(got)
 
-    empty = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
-    c0 = step([3, 14, 15, 92, 65, 35, 89, 79], 0, empty)
+    c0 = step([3, 14, 15, 92, 65, 35, 89, 79], 0, empty_cache(model))
     c1 = step([7], 8, c0)
     c2 = step([8], 9, c1)
     for k in c0:

@@ -144,7 +144,7 @@ def test_a_decoder_with_int8_weights_equals_onnxruntime_on_the_same_weights():
     from onnx import numpy_helper
 
     import tvmd.frontend.onnx_backend as backend
-    from tvmd.testing.gpt_decoder import decoder, shapes, step_feeds
+    from tvmd.testing.gpt_decoder import decoder, empty_cache, next_cache, step_feeds
     model = decoder(layers=2, hidden=64, heads=2, vocab=100)
     ref = onnx.ModelProto()
     ref.CopyFrom(model)
@@ -157,8 +157,7 @@ def test_a_decoder_with_int8_weights_equals_onnxruntime_on_the_same_weights():
     rep = backend.prepare(model, compile_options={"quantize_weights": "int8", "fallback": False})
     sess = ort.InferenceSession(ref.SerializeToString(), providers=["CPUExecutionProvider"])
     plain = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    nl, heads, dh = shapes(model)
-    past = {f"past_{kv}{i}": np.zeros((1, 0, heads, dh), np.float32) for i in range(nl) for kv in "kv"}
+    past = empty_cache(model)
     rng = np.random.default_rng(2)
     for n in (9, 1, 1, 1):
         feeds = step_feeds([int(t) for t in rng.integers(0, 100, n)], next(iter(past.values())).shape[1], past)
@@ -166,6 +165,6 @@ def test_a_decoder_with_int8_weights_equals_onnxruntime_on_the_same_weights():
         for g, r in zip(got, want):
             np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)
         assert np.abs(got[0] - plain.run(None, feeds)[0]).max() > 1e-4   # not the float32 weights
-        past = {f"past_{kv}{i}": got[1 + 2 * i + (kv == "v")] for i in range(nl) for kv in "kv"}
+        past = next_cache(got._asdict())
     assert rep.builds == 1
     assert rep._dynamic.run.compiled.stats["quantize-weights"]["weights-quantized"] == len(weights)
