@@ -21,7 +21,7 @@ from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper as oh  # noqa: E402
 
 from tvmd.dialects.relay.interpreter import run_function  # noqa: E402
-from tvmd.frontend.onnx import OnnxImportError, UnsupportedOpError, from_onnx  # noqa: E402
+from tvmd.frontend.onnx import UnsupportedOpError, from_onnx  # noqa: E402
 from tvmd.ir.location import NameLoc  # noqa: E402
 from tvmd.ir.printer import print_module  # noqa: E402
 from tvmd.parser import parse_module  # noqa: E402

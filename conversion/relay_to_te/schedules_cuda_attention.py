@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from ...dialects.te.ops import ComputeOp
 from .schedules import knob
-from .topi_attention import STAGES
 
 QB = 32    # queries per block: the block's threads
 TK = 32    # keys per shared tile
