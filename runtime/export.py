@@ -54,6 +54,12 @@ _C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfl
 def export_library(cm, path, cc=None):
     """Write `path` (a shared object) and the header beside it (same name,
     ``.h``).  Returns the header's path."""
+    from ..backend.llvm.target import LLVM_LOCK
+    with LLVM_LOCK:   # the kernels' module and the entry live in LLVM's global context
+        return _export_library(cm, path, cc)
+
+
+def _export_library(cm, path, cc):
     from llvmlite import ir
 
     from ..backend.llvm import jit

@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DRIVER = r'''
 import faulthandler, os, random, sys, threading, time
 import numpy as np
+faulthandler.enable()   # a crash prints every thread's Python stack
 faulthandler.dump_traceback_later(float(os.environ["POOL_DUMP_AFTER"]), exit=True)
 from tvmd.parser import parse_module
 from tvmd.backend.llvm import jit
@@ -201,15 +202,16 @@ def compile_race():
     os.environ["TVMD_NUM_THREADS"] = "3"
     base = threads_alive()
     compiled = []
-    in_threads(4, lambda seed: compiled.append(jit.compile(parse_module(SRC)).accumulate.cfunc))
+    # keep the modules: a raw cfunc does not keep its JIT'd code alive
+    in_threads(4, lambda seed: compiled.append(jit.compile(parse_module(SRC))))
     # a joined thread may linger in /proc for a moment after join returns
     for _ in range(10000):
         if threads_alive() == base:
             break
         time.sleep(0.001)
     c = Caller(0)
-    for k in compiled:
-        c.once(1000, [k])
+    for lib in compiled:
+        c.once(1000, [lib.accumulate.cfunc])
     print(threads_alive() - base)
 
 

@@ -27,7 +27,7 @@ from ..names import comment_text, llvm_symbols
 from ..spec import as_target
 from . import parallel
 from .codegen import generate, tir_funcs
-from .target import init_llvm
+from .target import LLVM_LOCK, init_llvm, llvm_serialized
 
 _CTYPES = {
     "int64": ctypes.c_int64, "int32": ctypes.c_int32, "int16": ctypes.c_int16, "int8": ctypes.c_int8,
@@ -47,6 +47,7 @@ def _llvm_target(target):
     return t
 
 
+@llvm_serialized
 def optimize(llmod, tm, opt_level: int = 3):
     """Run LLVM's standard -O<n> pipeline on a binding ModuleRef in place."""
     llvm = init_llvm()
@@ -60,6 +61,7 @@ def optimize(llmod, tm, opt_level: int = 3):
     pb.getModulePassManager().run(llmod, pb)
 
 
+@llvm_serialized
 def lower(module_op, target=None, opt_level: int = 3, manifest: bool = False, jit: bool = False):
     """(binding ModuleRef, [abi.Signature], TargetMachine) for the module's tir.funcs."""
     t = _llvm_target(target)
@@ -84,17 +86,20 @@ def lower(module_op, target=None, opt_level: int = 3, manifest: bool = False, ji
     return llmod, sigs, tm
 
 
+@llvm_serialized
 def emit_llvm(module_op, target=None, opt_level: int = 0) -> str:
     """LLVM IR text; as generated at O0 (readable), optimised above."""
     llmod, _, _ = lower(module_op, target, opt_level)
     return str(llmod)
 
 
+@llvm_serialized
 def emit_assembly(module_op, target=None, opt_level: int = 3) -> str:
     llmod, _, tm = lower(module_op, target, opt_level)
     return tm.emit_assembly(llmod)
 
 
+@llvm_serialized
 def emit_object(module_op, target=None, opt_level: int = 3) -> bytes:
     """A relocatable object (ELF on Linux) with the kernels and the
     ``__tvmd_manifest`` JSON that :func:`load_object` reads back."""
@@ -141,15 +146,20 @@ class CompiledModule:
 
     @property
     def llvm_ir(self) -> str:
-        return str(self.llvm_module) if self.llvm_module is not None else ""
+        if self.llvm_module is None:
+            return ""
+        with LLVM_LOCK:
+            return str(self.llvm_module)
 
 
+@llvm_serialized
 def _engine(llmod, t, opt_level):
     llvm = init_llvm()
     tm = t.target_machine(opt_level, jit=True)
     return llvm.create_mcjit_compiler(llmod, tm)
 
 
+@llvm_serialized
 def engine_for_ir(text, target_machine):
     """An MCJIT engine holding LLVM IR `text` (verified, compiled, its
     symbols resolved) for `target_machine`: small hand-written modules
@@ -164,6 +174,7 @@ def engine_for_ir(text, target_machine):
     return engine
 
 
+@llvm_serialized
 def compile(module_op, target=None, opt_level: int = 3) -> CompiledModule:
     """JIT every tir.func of `module_op` (or one tir.func) for `target` (the host by default)."""
     t = _llvm_target(target)
@@ -178,6 +189,7 @@ def compile(module_op, target=None, opt_level: int = 3) -> CompiledModule:
 _pinned = []
 
 
+@llvm_serialized
 def load_object(obj, target=None) -> CompiledModule:
     """Load an object file from :func:`emit_object` (bytes or a path) into a
     fresh JIT, without recompiling; its manifest gives the signatures."""

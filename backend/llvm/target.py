@@ -10,13 +10,32 @@ features are that CPU's own plus ``-mattr``.
 
 from __future__ import annotations
 
+import functools
+import threading
 from dataclasses import dataclass
 
 from ..spec import TargetError
 
 _initialized = set()
 
+# LLVM's global context, which llvmlite parses every module into, is not
+# thread-safe, and llvmlite drops the GIL inside LLVM: two threads that
+# compile at once crash the process.  Every use of LLVM here (initialising,
+# parsing, optimising, linking, emitting, creating engines) holds this one
+# re-entrant lock, so compiling from several threads is safe (and serial).
+LLVM_LOCK = threading.RLock()
 
+
+def llvm_serialized(fn):
+    """`fn` runs holding :data:`LLVM_LOCK`."""
+    @functools.wraps(fn)
+    def locked(*args, **kwargs):
+        with LLVM_LOCK:
+            return fn(*args, **kwargs)
+    return locked
+
+
+@llvm_serialized
 def init_llvm(native_only: bool = True):
     """Initialise llvmlite's targets once (all of them for cross targets)."""
     import llvmlite.binding as llvm
