@@ -53,6 +53,23 @@ def test_add_relu_2d():
     np.testing.assert_array_equal(got[2], np.maximum(a + b, 0))
 
 
+def test_a_raw_cfunc_keeps_its_code_alive():
+    """Code held only through a kernel's ctypes `cfunc` is not freed: the
+    module sits in a module<->kernel cycle, so the cyclic GC would free it
+    at a random moment and the next call would jump into freed memory."""
+    import gc
+    import weakref
+    with open(os.path.join(KERNELS, "add_relu_1d.tir")) as f:
+        lib = jit.compile(parse_module(f.read(), "add_relu_1d.tir"))
+    held, alive = lib.add_relu_1d.cfunc, weakref.ref(lib)
+    del lib
+    gc.collect()
+    assert alive() is not None
+    a, b, c = randn(1000), randn(1000), np.zeros(1000, np.float32)
+    held(a.ctypes.data, b.ctypes.data, c.ctypes.data)
+    np.testing.assert_array_equal(c, np.maximum(a + b, 0))
+
+
 def test_tiled_matmul():
     a, b = randn(64, 32), randn(32, 48)
     got, ref = both("matmul_tiled.tir", "matmul", a, b, np.full((64, 48), np.nan, np.float32))

@@ -233,6 +233,7 @@ class Kernel:
                     ct = ctypes.c_void_p
                 argtypes.append(ct)
         self.cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
+        self.cfunc.owner = owner   # a caller that keeps only the raw cfunc keeps the code too
 
     def __repr__(self):
         return f"<Kernel @{self.name}({', '.join(p.type for p in self.sig.declared)})>"
