@@ -75,9 +75,11 @@ class ConvertLayout(GraphFunctionPass):
                           "or nn.conv2d=NCHW4c:OIHW4i4o (kernel 'default': the one TVM pairs)")
     desired_layouts: dict[str, str] = option({}, "op name -> DATA[:KERNEL] layout (written as OP=LAYOUT entries)")
 
+    target: str = option("llvm", "whose preferred layouts to use when no OP=LAYOUT is given")
+
     def validate(self):
         if not self.desired_layouts:
-            raise ValueError("needs a desired layout, e.g. --convert-layout='nn.conv2d=NHWC'")
+            self.desired_layouts = preferred_layouts(self.target)
         for op, spec in self.desired_layouts.items():
             self.layouts_for(op, spec)
 
@@ -114,15 +116,49 @@ class ConvertLayout(GraphFunctionPass):
             raise ValueError(f"kernel layout '{kernel}' for {op} is not a permutation of OI{spatial}")
         return data, kernel
 
+    def run(self, module, ctx):
+        """The whole module: each function that is not primitive, then (after
+        --fuse-ops) the primitive functions they call, across the calls."""
+        from . import relay_functions
+        from .convert_layout_fused import convert_fused
+        from .infer_type import ensure_types
+        ensure_types(module)
+        callers = relay_functions(module, include_primitive=False)
+        for func in callers:
+            self.convert(func, ctx)
+        convert_fused(self, module, ctx, callers)
+        ctx.stat(self, "layout-transforms", sum(1 for f in relay_functions(module) for op in f.walk()
+                                                if isinstance(op, LayoutTransformOp)))
+
     def run_on(self, func, ctx):
+        """One function alone (nested under a relay.func anchor): its calls'
+        callees are not followed."""
+        self.convert(func, ctx)
+        ctx.stat(self, "layout-transforms", sum(1 for op in func.walk() if isinstance(op, LayoutTransformOp)))
+
+    def convert(self, func, ctx):
         c = Converter(self)
-        block = func.regions[0].blocks[0]
-        c.convert_block(block)
+        c.convert_block(func.regions[0].blocks[0])
+        self.report(c, ctx)
+
+    def report(self, c, ctx):
         ctx.stat(self, "convs-converted", c.convs)
-        ctx.stat(self, "layout-transforms",
-                 sum(1 for op in func.walk() if isinstance(op, LayoutTransformOp)))
+        ctx.stat(self, "layout-transforms", 0)   # counted at the end; listed in this place
         ctx.stat(self, "ops-adapted", c.adapted)
         ctx.stat(self, "ops-converted", c.converted)
+
+
+def preferred_layouts(target) -> dict[str, str]:
+    """The layouts `--convert-layout` gives when none is named: what the
+    target's default schedules are written for.  llvm: NHWC convs (what
+    ``build`` converts to at -O3, runtime/build.py LLVM_CONV_LAYOUT: the
+    channels are the vectorized last axis); cuda: NCHW convs, the layout
+    classic TVM's CUDA strategies are written for (``build`` keeps a
+    model's own layout for cuda)."""
+    from ....backend.spec import parse_target
+    from ....runtime.build import LLVM_CONV_LAYOUT
+    conv = {"llvm": LLVM_CONV_LAYOUT or "NCHW", "cuda": "NCHW"}[parse_target(target).kind]
+    return {"nn.conv2d": conv}
 
 
 def default_kernel_layout(d, groups=1, channels=None):
@@ -157,6 +193,11 @@ class Converter:
         self.old = []         # converted original ops, erased at the end if unused
         self.maybe_dead = []  # transforms and constants that may end up unused
         self.converted = self.adapted = self.convs = 0
+        self.seeds = set()    # ops that make twins before the sweep (convert_layout_fused)
+        # values a broadcast may re-lay out through reshape + transform when
+        # they have a lower rank: a primitive function's parameters, whose
+        # reshape and transform move to the call site (a constant there folds)
+        self.relayable = set()
 
     # -- transforms ----------------------------------------------------------
 
@@ -209,6 +250,8 @@ class Converter:
     def sweep(self, block):
         from ....ir.traits import TERMINATOR
         for op in list(block.ops):
+            if op in self.seeds:
+                continue
             if op.regions:
                 # if / match / fn are opaque themselves, but the ops inside
                 # them convert and adapt like any others (TVM converts
@@ -439,9 +482,12 @@ class Converter:
                     new_ops.append(self.transform(v, orig, lay, op))
                     continue
                 c = v.defining_op()
-                if not isinstance(c, ConstantOp):
+                if isinstance(c, ConstantOp):
+                    new_ops.append(self.relayout_constant(c, rank, orig, lay, op))
+                elif v in self.relayable and len(vs) < rank:
+                    new_ops.append(self.relayout_value(v, rank, orig, lay, op))
+                else:
                     return False
-                new_ops.append(self.relayout_constant(c, rank, orig, lay, op))
             except LayoutError:
                 return False
         new = self.try_build(op, new_ops, op.attributes, orig, lay)
@@ -503,4 +549,19 @@ class Converter:
         if c.results[0].name:
             new.results[0].name = f"{c.results[0].name}_{dst.lower()}"
         out = self.memo[key] = new.results[0]
+        return out
+
+    def relayout_value(self, v, rank, src, dst, before):
+        """A lower-rank value, broadcast-aligned to `rank` axes (a reshape
+        with leading 1s), transformed from layout src to dst."""
+        from ..ops.transform import ReshapeOp
+        key = (v, "rank", rank, src, dst)
+        out = self.memo.get(key)
+        if out is not None:
+            return out
+        shape = [1] * (rank - len(v.type.shape)) + list(v.type.shape)
+        r = ReshapeOp.build(v, newshape=shape, loc=before.loc)
+        before.parent.insert_before(before, r)
+        self.maybe_dead.append(r)
+        out = self.memo[key] = self.transform(r.results[0], src, dst, before)
         return out
