@@ -186,14 +186,31 @@ def _reduce(op, ins, eqs, e):
 
 def _reshape(op, ins, eqs, e):
     """TVM's reshape codes over sizes: 0 copies the input's dimension
-    (a '?' keeps its size), a positive code is static, -2 copies the rest;
+    (a '?' keeps its size), a positive code is static, -2 copies the rest,
+    -3 merges and -4 splits static sizes (a '?' beside them stays one);
     -1 is what is left: the input's sizes not copied, divided by the
     static ones, which must come out as one '?' (or an int)."""
     x = ins[0]
     if op.op_name != "reshape":
         raise NoRule(f"'{op.op_name}' of a dynamic tensor")
     out, src, infer = [], 0, None
-    for c in op.attributes["newshape"]:
+    codes = list(op.attributes["newshape"])
+    i = -1
+    while i + 1 < len(codes):
+        i += 1
+        c = codes[i]
+        if c == -3 and isinstance(x[src], int) and isinstance(x[src + 1], int):
+            out.append(x[src] * x[src + 1])   # merging two static sizes (batch and heads)
+            src += 2
+            continue
+        if c == -4 and isinstance(x[src], int):
+            d1, d2 = codes[i + 1], codes[i + 2]
+            d1 = x[src] // d2 if d1 == -1 else d1
+            d2 = x[src] // d1 if d2 == -1 else d2
+            out += [d1, d2]   # splitting a static size
+            src += 1
+            i += 2
+            continue
         if c > 0:
             out.append(c)
             src += 1

@@ -105,7 +105,7 @@ def _ints(v):
 # -- elementwise -------------------------------------------------------------------------
 
 for _name, _relay in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("div", "divide"),
-                      ("pow", "power"), ("maximum", "maximum"), ("minimum", "minimum"),
+                      ("maximum", "maximum"), ("minimum", "minimum"),
                       ("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
                       ("gt", "greater"), ("ge", "greater_equal"), ("logical_and", "logical_and"),
                       ("logical_or", "logical_or"), ("logical_xor", "logical_xor"),
@@ -121,6 +121,12 @@ def rsub(cx, a):
         if a.get("alpha", 1) == 1 else _binary("subtract")(
             cx, Args({"self": a["other"], "other": cx.op("multiply", a["self"],
                                                            _tensor_or_scalar(cx, a["alpha"], a["self"]))}))
+
+
+@converter("pow", "pow_")
+def pow_(cx, a):
+    """pow.Tensor_Tensor / Tensor_Scalar / Scalar: the exponent is `exponent`."""
+    return _binary("power")(cx, Args({"self": a["self"], "other": a["exponent"]}))
 
 
 @converter("div")
@@ -300,23 +306,10 @@ def _conv2d(cx, x, w, b, stride, padding, dilation, groups):
 
 @converter("linear")
 def linear(cx, a):
+    """nn.dense takes data of any rank (..., K) against an N x K weight."""
     x, w, b = a["input"], a["weight"], a.get("bias")
-    y = cx.op("nn.dense", x, w) if cx.rank(x) == 2 else _matmul_nt(cx, x, w)
+    y = cx.op("nn.dense", x, w)
     return cx.op("add", y, b) if b is not None else y
-
-
-def _matmul_nt(cx, x, w):
-    """x (..., K) times wᵀ (w: N x K) over any leading dimensions."""
-    shape = cx.shape(x)
-    y = cx.op("nn.dense", cx.op("reshape", x, newshape=[-1, shape[-1]]), w)
-    return cx.op("reshape", y, newshape=_lead(cx, shape[:-1]) + [cx.static_shape(w, "weight")[0]])
-
-
-def _lead(cx, dims):
-    """Leading dimensions as a reshape target: a dynamic one (at most one) is -1."""
-    if list(dims).count(None) > 1:
-        raise cx.unsupported("a product over more than one dynamic leading dimension")
-    return [-1 if d is None else int(d) for d in dims]
 
 
 @converter("addmm")
@@ -348,17 +341,19 @@ def matmul(cx, a):
     if rx == 2 and ry == 2:
         return cx.op("nn.matmul", x, y)
     if ry == 2:
-        sx = cx.shape(x)
-        out = cx.op("nn.matmul", cx.op("reshape", x, newshape=[-1, sx[-1]]), y)
-        return cx.op("reshape", out, newshape=_lead(cx, sx[:-1]) + [cx.shape(y)[1]])
+        return cx.op("nn.matmul", x, y)   # (..., K) x (K, N)
     if rx >= 3 and rx == ry:
         sx, sy = cx.shape(x), cx.shape(y)
         if rx == 3:
             return cx.op("nn.batch_matmul", x, y, transpose_b=False)
-        x3 = cx.op("reshape", x, newshape=[-1] + _lead(cx, sx[-2:]))
-        y3 = cx.op("reshape", y, newshape=[-1] + _lead(cx, sy[-2:]))
-        out = cx.op("nn.batch_matmul", x3, y3, transpose_b=False)
-        return cx.op("reshape", out, newshape=_lead(cx, sx[:-2]) + _lead(cx, [sx[-2], sy[-1]]))
+        if rx != 4:
+            raise cx.unsupported(f"matmul of rank-{rx} tensors")
+        # (B, H, M, K) x (B, H, K, N): B and H merged (-3), the rest copied (0)
+        out = cx.op("nn.batch_matmul", cx.op("reshape", x, newshape=[-3, 0, 0]),
+                    cx.op("reshape", y, newshape=[-3, 0, 0]), transpose_b=False)
+        if None in sx[:2]:
+            raise cx.unsupported("a batched matmul over dynamic leading dimensions")
+        return cx.op("reshape", out, newshape=[-4, sx[0], sx[1], 0, 0])
     raise cx.unsupported(f"matmul of rank {rx} by rank {ry}")
 
 
@@ -567,14 +562,25 @@ def cumsum(cx, a):
 # -- shapes ----------------------------------------------------------------------------------
 
 def _newshape(cx, x, shape):
+    """A view's target as relay reshape codes: a size known at run time
+    only (a SymDim) that is dimension i of `x` at position i is 0 (copy
+    it); one other unknown size is -1 (inferred)."""
+    from .importer import SymDim
     out = []
     for i, d in enumerate(shape):
+        if isinstance(d, SymDim):
+            same = d.value is x and d.axis == i and all(not isinstance(e, SymDim) or e.value is x
+                                                         for e in shape[:i])
+            out.append(0 if same else -1)
+            continue
         if isinstance(d, Value):
             v = cx.static(d)
             if v is None:
-                raise cx.unsupported("a view whose size is computed at run time")
+                raise cx.unsupported("a size computed at run time")
             d = int(v)
         out.append(int(d))
+    if out.count(-1) > 1:
+        raise cx.unsupported("a shape with more than one size known only at run time")
     return out
 
 
@@ -657,7 +663,9 @@ def stack(cx, a):
 def split(cx, a):
     x = a["self"]
     d = _axis(cx, x, int(a.get("dim", 0)))
-    n = cx.static_shape(x)[d]
+    n = cx.shape(x)[d]
+    if n is None:
+        raise cx.unsupported(f"{a.op_name} along a dimension known only at run time")
     if a.op_name == "chunk":
         c = int(a["chunks"])
         size = -(-n // c)

@@ -1,0 +1,179 @@
+"""The PyTorch frontend (tvmd.frontend.pytorch): models built from torch.nn,
+imported through torch.export and through torch.jit.trace, compiled, and
+compared with torch's own outputs."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from tvmd.frontend.pytorch import from_pytorch  # noqa: E402
+from tvmd.ir.diagnostics import DiagnosticError  # noqa: E402
+from tvmd.ir.printer import print_module  # noqa: E402
+from tvmd.runtime.build import build  # noqa: E402
+
+RTOL = 1e-5
+
+
+class ResNetish(nn.Module):
+    """Conv / BN / ReLU stem, max pool, a residual block, a strided
+    depthwise-separable block with ReLU6 and hardswish, global pool, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.c1 = nn.Conv2d(16, 16, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.c2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.dw = nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16)
+        self.pw = nn.Conv2d(16, 32, 1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.pool(self.stem(x))
+        y = self.c2(torch.relu(self.bn1(self.c1(x))))
+        x = torch.relu(x + y)
+        x = nn.functional.hardswish(self.pw(nn.functional.relu6(self.dw(x))))
+        x = nn.functional.adaptive_avg_pool2d(x, (1, 1)).flatten(1)
+        return torch.log_softmax(self.fc(x), dim=1)
+
+
+class Block(nn.Module):
+    """A GPT-2 block: pre-norm causal self-attention, GELU MLP, residuals."""
+
+    def __init__(self, d=32, heads=4, causal=True):
+        super().__init__()
+        self.h, self.causal = heads, causal
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        if self.causal:
+            mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+            att = att.masked_fill(~mask, float("-inf"))
+        y = (att.softmax(dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.proj(y)
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=50, d=32, ctx=16):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList([Block(d), Block(d)])
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x))
+
+
+def randomized(model):
+    """Seeded weights, and batch-norm statistics away from 0 / 1 so they matter."""
+    torch.manual_seed(0)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def run(mod, *inputs):
+    out = build(mod, fallback=False).run(*[np.asarray(i) for i in inputs])
+    return out if isinstance(out, (list, tuple)) else [out]
+
+
+def check(model, inputs, how, infos=None):
+    with torch.no_grad():
+        want = model(*inputs)
+    want = [want] if isinstance(want, torch.Tensor) else list(want)
+    if how == "export":
+        mod, params = from_pytorch(torch.export.export(model, tuple(inputs)))
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mod, params = from_pytorch(torch.jit.trace(model, tuple(inputs)), infos)
+    assert params is None
+    text = print_module(mod)   # build lowers the module in place
+    got = run(mod, *[i.numpy() for i in inputs])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=RTOL, atol=RTOL * max(1.0, float(w.abs().max())))
+    return text
+
+
+@pytest.mark.parametrize("how", ["export", "trace"])
+def test_cnn_matches_torch(how):
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    text = check(randomized(ResNetish()), [x], how, [("input0", (1, 3, 32, 32))])
+    assert "groups = 16" in text   # the depthwise conv
+
+
+@pytest.mark.parametrize("how", ["export", "trace"])
+def test_gpt_matches_torch(how):
+    ids = torch.randint(0, 50, (2, 16), generator=torch.Generator().manual_seed(2))
+    check(randomized(GPT()), [ids], how, [("ids", ((2, 16), "int64"))])
+
+
+def test_classic_signature_exports_a_module_from_input_shapes():
+    model = randomized(ResNetish())
+    mod, _ = from_pytorch(model, [("input0", (1, 3, 32, 32))])
+    (arg,) = next(iter(mod.body.ops)).regions[0].blocks[0].args
+    assert str(arg.type) == "tensor<1x3x32x32xf32>"
+    x = torch.randn(1, 3, 32, 32)
+    np.testing.assert_allclose(run(mod, x.numpy())[0], model(x).detach().numpy(), rtol=RTOL, atol=RTOL)
+
+
+def test_a_dynamic_sequence_dimension_is_one_build_for_every_length():
+    model = randomized(Block(causal=False))
+    T = torch.export.Dim("T", min=2, max=128)
+    ep = torch.export.export(model, (torch.randn(2, 8, 32),), dynamic_shapes={"x": {1: T}})
+    mod, _ = from_pytorch(ep)
+    (arg,) = next(iter(mod.body.ops)).regions[0].blocks[0].args
+    assert str(arg.type) == "tensor<2x?x32xf32>"
+    cm = build(mod, fallback=False)
+    for n in (2, 7, 64):
+        x = torch.randn(2, n, 32)
+        np.testing.assert_allclose(cm.run(x.numpy()), model(x).detach().numpy(), rtol=RTOL, atol=1e-5)
+
+
+def test_an_unsupported_op_names_the_op_and_the_models_line():
+    class FFT(nn.Module):
+        def forward(self, x):
+            return torch.fft.fft(x).real   # the line the error points at
+
+    with pytest.raises(DiagnosticError) as e:
+        from_pytorch(FFT(), example_inputs=(torch.randn(4, 8),))
+    msg = str(e.value)
+    assert "aten::fft_fft" in msg and "no converter" in msg
+    loc = e.value.loc
+    assert loc.file == __file__
+    with open(__file__) as f:
+        assert "the line the error points at" in f.read().splitlines()[loc.line - 1]
+
+
+def test_scalar_arithmetic_casts_and_reductions():
+    class Ops(nn.Module):
+        def forward(self, x, i):
+            y = (2.0 - x) / 3 + x.pow(2) * x.rsqrt().clamp(max=2.0)
+            z = y.sum(dim=1, keepdim=True) - y.mean(dim=(0, 1), keepdim=True) + y.amax(dim=-1, keepdim=True)
+            w = torch.where(x > 1.0, x, torch.zeros_like(x)) + i.to(torch.float32)
+            return z, torch.cat([w, y], dim=0).permute(1, 0), (i // 2 + i % 3).sum(dim=0)
+
+    x = torch.rand(3, 5) + 0.5
+    i = torch.randint(0, 9, (3, 5))
+    check(Ops(), [x, i], "export")
