@@ -4,6 +4,7 @@ and import models from other frameworks as relay text.
     tvm-translate [file|-] --emit=llvm|asm|obj|cuda|ptx|cubin [--target=T] [-O0..-O3] [-o out]
                   [--split-input-file] [--verify-diagnostics]
     tvm-translate --import-onnx model.onnx [--input-shape=NAME:1x3x?x?] [-o out.relay]
+    tvm-translate --import-pytorch module.py:factory [-o out.relay]
 
 Every tir.func of the input is translated (other ops, such as a relay
 ``main``, are left out).  Diagnostics follow tvm-opt: ``file:line:col:
@@ -21,7 +22,8 @@ from .cmdline import ToolDriver, take_input, report_internal_error, take_value, 
 
 USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|shared-lib|cuda|ptx|cubin [--target=TARGET] "
          "[-O0..-O3] [-o out] [--split-input-file] [--verify-diagnostics]\n"
-         "       tvm-translate --import-onnx model.onnx [--input-shape=NAME:DIMS ...] [-o out.relay]")
+         "       tvm-translate --import-onnx model.onnx [--input-shape=NAME:DIMS ...] [-o out.relay]\n"
+         "       tvm-translate --import-pytorch module.py:factory [-o out.relay]")
 
 HELP = """\
 Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target code.
@@ -59,7 +61,12 @@ importers (write relay text, large weights in the resource section):
                        with --import-onnx: the shape of input NAME, e.g. x:1x3x224x224
                        ('?' for a dynamic dimension); repeatable
   --print-debuginfo    with --import-onnx: print each op's location (the ONNX node)
-  --import-relay-text, --import-pytorch: not implemented yet (a later issue)
+  --import-pytorch FILE.py:FACTORY
+                       a PyTorch model: FILE.py is run and FACTORY() called; it returns
+                       a torch.export.ExportedProgram, or (module, example_inputs) or
+                       (module, example_inputs, dynamic_shapes), exported here
+                       (needs torch: pip install 'tvmd[torch]')
+  --import-relay-text: not implemented yet (a later issue)
 
 environment: TVMD_NUM_THREADS sets the threads compiled parallel loops use at run time.
 """
@@ -67,7 +74,7 @@ environment: TVMD_NUM_THREADS sets the threads compiled parallel loops use at ru
 EMITS = ("llvm", "asm", "obj", "shared-lib", "cuda", "ptx", "cubin")
 BINARY = ("obj", "shared-lib", "cubin")
 IMPORTERS = ("--import-onnx", "--import-relay-text", "--import-pytorch")
-NOT_YET = ("--import-relay-text", "--import-pytorch")
+NOT_YET = ("--import-relay-text",)
 
 
 class Options:
@@ -83,6 +90,7 @@ class Options:
         self.target_offset = 0
         self.opt_level = None
         self.import_onnx = None       # argument index of --import-onnx
+        self.import_pytorch = None    # argument index of --import-pytorch
         self.input_shapes = {}        # --input-shape: name -> dims
         self.input_shape_index = {}   # name -> (argument index, offset of the name in it)
         self.debuginfo = False
@@ -110,6 +118,10 @@ def parse_args(argv, cl):
                 take_input(o, argv[i + 1], i + 1, cl, "model")
                 i += 1
             i += 1
+            continue
+        if name == "--import-pytorch":
+            value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
+            o.import_pytorch = (value, vi, voff)
             continue
         if name == "--input-shape":
             value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
@@ -151,6 +163,14 @@ def parse_args(argv, cl):
         raise cl.error(i, f"unknown option '{name}'{hint}")
     if o.import_onnx is not None:
         check_import_args(o, cl)
+        return o
+    if o.import_pytorch is not None:
+        for flag, idx in (("--emit", o.emit_index), ("--target", o.target_index), ("--split-input-file", o.split),
+                          ("--verify-diagnostics", o.verify), ("an input file", o.input_index)):
+            if idx is not None:
+                raise cl.error(idx, f"{flag} does not go with --import-pytorch, which writes relay text")
+        if o.input_shapes or o.debuginfo:
+            raise cl.error(-1, "--input-shape and --print-debuginfo go with --import-onnx")
         return o
     if o.input_shapes or o.debuginfo:
         raise cl.error(-1, "--input-shape and --print-debuginfo go with --import-onnx")
@@ -232,6 +252,57 @@ def import_onnx(o, cl):
     return print_module(module, debuginfo=o.debuginfo)
 
 
+def import_pytorch(o, cl, sources):
+    """The relay text of the model FACTORY() in FILE.py builds; an import
+    error is located at the model's source line, which goes to `sources`
+    so that the diagnostic quotes it."""
+    import os
+    import runpy
+
+    from ..ir.diagnostics import DiagnosticError
+    from ..ir.printer import print_module
+    value, vi, voff = o.import_pytorch
+    path, sep, factory = value.rpartition(":")
+    if not sep or not path or not factory.isidentifier():
+        raise cl.error(vi, f"--import-pytorch expects FILE.py:FACTORY, got '{value}'", voff)
+    if not os.path.isfile(path):
+        raise cl.error(vi, f"could not open '{path}': no such file", voff)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise cl.error(vi, "--import-pytorch needs torch (pip install 'tvmd[torch]')", voff) from None
+    try:
+        namespace = runpy.run_path(path, run_name="__tvmd_import__")
+    except Exception as e:   # the user's module failed: say where, without our traceback
+        raise cl.error(vi, f"running '{path}' failed: {type(e).__name__}: {e}", voff) from None
+    fn = namespace.get(factory)
+    if not callable(fn):
+        have = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("_"))
+        raise cl.error(vi, f"'{path}' defines no function '{factory}' (it has: {', '.join(have) or 'none'})",
+                       voff + len(path) + 1)
+    try:
+        made = fn()
+    except Exception as e:
+        raise cl.error(vi, f"{factory}() failed: {type(e).__name__}: {e}", voff + len(path) + 1) from None
+    from ..frontend.pytorch import from_pytorch
+    try:
+        if isinstance(made, tuple) and len(made) in (2, 3):
+            module, _ = from_pytorch(made[0], example_inputs=tuple(made[1]),
+                                     dynamic_shapes=made[2] if len(made) == 3 else None)
+        else:
+            module, _ = from_pytorch(made)
+    except DiagnosticError as e:
+        where = e.loc.file_line_col() if e.loc is not None else None
+        if where and os.path.isfile(where[0]):
+            with open(where[0], encoding="utf-8", errors="replace") as f:
+                sources.add(where[0], f.read())
+        raise
+    except Exception as e:   # torch.export refusing the model, a wrong return value
+        raise cl.error(vi, f"cannot import {factory}(): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                       voff + len(path) + 1) from None
+    return print_module(module)
+
+
 def resolve_target(o, cl):
     from ..backend.spec import TargetError, parse_target
     want = "cuda" if o.emit in ("cuda", "ptx", "cubin") else "llvm"
@@ -261,8 +332,8 @@ class Driver(ToolDriver):
         cl = self.cl
         try:
             o = parse_args(argv, cl)
-            if o.import_onnx is not None:
-                result = import_onnx(o, cl)
+            if o.import_onnx is not None or o.import_pytorch is not None:
+                result = import_onnx(o, cl) if o.import_onnx is not None else import_pytorch(o, cl, self.sources)
                 return self.write(result, o, cl)
             target = resolve_target(o, cl)
             if o.emit in BINARY and (o.output is None or o.output == "-") and sys.stdout.isatty():

@@ -44,3 +44,8 @@ for var in ("HOME", "TMPDIR", "PYTHONPATH", "TVMD_DEBUG"):
 
 if shutil.which("nvcc"):
     config.available_features.add("nvcc")
+
+import importlib.util  # noqa: E402
+
+if importlib.util.find_spec("torch") is not None:   # the [torch] extra: --import-pytorch
+    config.available_features.add("torch")
