@@ -177,3 +177,25 @@ def test_scalar_arithmetic_casts_and_reductions():
     x = torch.rand(3, 5) + 0.5
     i = torch.randint(0, 9, (3, 5))
     check(Ops(), [x, i], "export")
+
+
+class Recurrent(nn.Module):
+    """A 2-layer bidirectional batch-first LSTM feeding a GRU; the head reads
+    the last step; the final states come out too."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(32, 12)
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        z, hg = self.gru(y.transpose(0, 1))
+        return self.fc(z[-1]), h, c, hg
+
+
+@pytest.mark.parametrize("how", ["export", "trace"])
+def test_lstm_and_gru_match_torch(how):
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(3))
+    check(randomized(Recurrent()), [x], how, [("x", (2, 5, 8))])

@@ -855,3 +855,76 @@ def torch_dtype(cx, dt):
         return T.from_numpy_dtype(np.dtype(name))
     except TypeError:
         raise cx.unsupported(f"dtype {dt}") from None
+
+
+# -- recurrent layers ------------------------------------------------------------------
+
+class _OnnxNode:
+    """An ONNX LSTM / GRU node as the ONNX frontend's converters read it
+    (``input(i)``, ``attr(name, default)``): one PyTorch layer is one such
+    node, so both frontends share one unrolling (onnx/converters/rnn.py)."""
+
+    def __init__(self, inputs, attrs):
+        self.inputs, self.attrs = inputs, attrs
+
+    def input(self, i):
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def attr(self, name, default=None):
+        return self.attrs.get(name, default)
+
+
+# PyTorch's gate blocks in ONNX's order: LSTM i f g o -> i o f c; GRU r z n -> z r h
+_GATE_ORDER = {"lstm": [0, 3, 1, 2], "gru": [1, 0, 2]}
+
+
+@converter("lstm", "gru")
+def rnn(cx, a):
+    """nn.LSTM / nn.GRU (eval): each layer is the ONNX converter's unrolled
+    loop over the sequence, its weights re-laid out at import time (gate
+    order, both biases); a layer's output (seq, batch, dirs * hidden) feeds
+    the next; h_n (and c_n) stack the layers' final states."""
+    from ..onnx.converters.rnn import gru as onnx_gru
+    from ..onnx.converters.rnn import lstm as onnx_lstm
+    kind = a.op_name
+    if a.get("train"):
+        raise cx.unsupported(f"{kind} in training mode (call model.eval() first)")
+    x, params = a["input"], a["params"]
+    layers, ndir = int(a["num_layers"]), 2 if a["bidirectional"] else 1
+    if a["batch_first"]:
+        x = cx.op("transpose", x, axes=[1, 0, 2])
+    h0 = a["hx"][0] if kind == "lstm" else a["hx"]
+    c0 = a["hx"][1] if kind == "lstm" else None
+    per = 4 if a["has_biases"] else 2
+    order = _GATE_ORDER[kind]
+    finals = [[], []]
+    for layer in range(layers):
+        ws, rs, bs = [], [], []
+        for d in range(ndir):
+            p = [cx.static(v) for v in params[(layer * ndir + d) * per:(layer * ndir + d + 1) * per]]
+            if any(v is None for v in p):
+                raise cx.unsupported(f"{kind} weights computed at run time")
+            hidden = p[1].shape[1]
+
+            def gates(m):
+                return np.concatenate([m[g * hidden:(g + 1) * hidden] for g in order])
+            ws.append(gates(p[0]))
+            rs.append(gates(p[1]))
+            bs.append(np.concatenate([gates(p[2]), gates(p[3])]) if per == 4
+                      else np.zeros(2 * len(order) * hidden, p[0].dtype))
+        state = [layer * ndir, (layer + 1) * ndir]
+
+        def part(v):
+            return cx.op("strided_slice", v, begin=state[:1], end=state[1:], strides=[1], axes=[0])
+        node = _OnnxNode([x, cx.const(np.stack(ws)), cx.const(np.stack(rs)), cx.const(np.stack(bs)), None,
+                          part(h0), part(c0) if c0 is not None else None],
+                         {"hidden_size": hidden, "direction": "bidirectional" if ndir == 2 else "forward",
+                          "linear_before_reset": 1})
+        outs = (onnx_lstm if kind == "lstm" else onnx_gru)(cx, node)
+        y = outs[0]   # (seq, dirs, batch, hidden) -> (seq, batch, dirs * hidden)
+        x = cx.op("reshape", cx.op("transpose", y, axes=[0, 2, 1, 3]), newshape=[0, 0, -1])
+        for k, s in enumerate(outs[1:]):
+            finals[k].append(s)
+    out = cx.op("transpose", x, axes=[1, 0, 2]) if a["batch_first"] else x
+    states = [cx.op("concatenate", *f, axis=0) if len(f) > 1 else f[0] for f in finals if f]
+    return (out, *states)

@@ -49,8 +49,11 @@ def import_torchscript(module, input_infos):
         outs = list(node.outputs())
         if kind == "prim::Constant":
             val = outs[0].toIValue()
-            env[outs[0]] = im.constant(to_numpy(val), outs[0].debugName()) \
-                if isinstance(val, torch.Tensor) else val
+            if isinstance(val, torch.Tensor):
+                val = im.constant(to_numpy(val), outs[0].debugName())
+            elif isinstance(val, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in val):
+                val = [im.constant(to_numpy(t), f"{outs[0].debugName()}_{k}") for k, t in enumerate(val)]
+            env[outs[0]] = val
         elif kind in ("prim::ListConstruct", "prim::TupleConstruct"):
             env[outs[0]] = [value_of(i) for i in node.inputs()]
         elif kind in ("prim::ListUnpack", "prim::TupleUnpack"):
