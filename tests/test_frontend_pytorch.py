@@ -199,3 +199,89 @@ class Recurrent(nn.Module):
 def test_lstm_and_gru_match_torch(how):
     x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(3))
     check(randomized(Recurrent()), [x], how, [("x", (2, 5, 8))])
+
+
+def test_an_in_place_update_of_a_view():
+    """export makes it functional (slice_scatter); TorchScript's graph keeps
+    the mutation, which is refused rather than converted wrong."""
+    class Masked(nn.Module):
+        def forward(self, x):
+            m = torch.zeros(4, 6)
+            m[1:3, 2:5] = 1.0
+            y = x + m
+            y.relu_()
+            return y * 2
+
+    x = torch.randn(4, 6)
+    check(Masked(), [x], "export")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traced = torch.jit.trace(Masked(), x)
+    with pytest.raises(DiagnosticError, match="in-place update of a view"):
+        from_pytorch(traced, [("x", (4, 6))])
+
+
+# -- real architectures: torchvision's code, transformers' configs (random weights) ----------
+
+def torchvision_model(name):
+    tv = pytest.importorskip("torchvision")
+    from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+    torch.manual_seed(0)
+    if name == "resnet18_fpn":
+        return resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=5)
+    if name == "vit":
+        return tv.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                                           hidden_dim=64, mlp_dim=128, num_classes=10)
+    return getattr(tv.models, name)(weights=None)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "convnext_tiny",
+                                  "swin_t", "resnet18_fpn", "vit"])
+def test_torchvision_models_match_torch(name):
+    model = randomized(torchvision_model(name))
+    if name == "vit":   # its head starts at zero: give it weights so the output says something
+        with torch.no_grad():
+            model.heads.head.weight.normal_()
+    size = 32 if name == "vit" else 64
+    x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        want = model(x)
+    want = list(want.values()) if isinstance(want, dict) else [want]
+    mod, _ = from_pytorch(torch.export.export(model, (x,)))
+    got = run(mod, x.numpy())
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        w = w.numpy()
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=RTOL * float(np.abs(w).max()) * 10)
+
+
+def transformers_model(name):
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (1, 12), generator=torch.Generator().manual_seed(5))
+    small = dict(num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+    if name == "bert":
+        cfg = tf.BertConfig(vocab_size=100, hidden_size=32, max_position_embeddings=64, **small)
+        return tf.BertModel(cfg), {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    if name == "gpt2":
+        cfg = tf.GPT2Config(use_cache=False, vocab_size=100, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+        return tf.GPT2LMHeadModel(cfg), {"input_ids": ids}
+    if name == "vit":
+        cfg = tf.ViTConfig(image_size=32, patch_size=8, hidden_size=32, **small)
+        return tf.ViTModel(cfg), {"pixel_values": torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(6))}
+    cfg = tf.T5Config(use_cache=False, vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4)
+    return tf.T5Model(cfg), {"input_ids": ids, "decoder_input_ids": ids[:, :5]}
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "vit", "t5"])
+def test_transformers_models_match_torch(name):
+    model, inputs = transformers_model(name)
+    model = model.eval()
+    with torch.no_grad():
+        out = model(**inputs)
+    want = out.logits if name == "gpt2" else out.last_hidden_state
+    ep = torch.export.export(model, (), kwargs=inputs, strict=False)
+    mod, _ = from_pytorch(ep)
+    got = run(mod, *[v.numpy() for v in inputs.values()])[0]
+    w = want.numpy()
+    np.testing.assert_allclose(got, w, rtol=RTOL, atol=RTOL * float(np.abs(w).max()) * 10)

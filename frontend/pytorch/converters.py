@@ -591,6 +591,131 @@ def view(cx, a):
     return cx.op("reshape", x, newshape=shape)
 
 
+@converter("unflatten")
+def unflatten(cx, a):
+    x = a["self"]
+    d = _axis(cx, x, int(a["dim"]))
+    shape = cx.shape(x)
+    sizes = _ints(a["sizes"])
+    lead = [0] * d   # copy the dimensions before (a '?' among them stays)
+    rest = [0 if shape[k] is None else shape[k] for k in range(d + 1, len(shape))]
+    if None in shape[d + 1:]:
+        raise cx.unsupported("unflatten before a dimension known only at run time")
+    return cx.op("reshape", x, newshape=lead + sizes + rest)
+
+
+@converter("index")
+def index(cx, a):
+    """x[..., idx, ...]: one index tensor (the others None) is a take along
+    its axis; index tensors on the leading dimensions are broadcast together
+    and gathered (gather_nd); a negative index counts from the end."""
+    x = a["self"]
+    given = [i for i, v in enumerate(a["indices"]) if v is not None]
+    if not given:
+        return x
+    if any(cx.dtype(a["indices"][k]) is T.i1 for k in given):
+        raise cx.unsupported("indexing by a boolean mask (a data-dependent shape)")
+    shape = cx.shape(x)
+
+    def wrapped(k):
+        i = cx.cast(a["indices"][k], T.i64)
+        n = shape[k]
+        if n is None:
+            return i
+        zero = cx.const(0, T.i64)
+        return cx.op("where", cx.op("less", i, zero), cx.op("add", i, cx.const(n, T.i64)), i)
+    if len(given) == 1:
+        return cx.op("take", x, wrapped(given[0]), axis=given[0])
+    if given != list(range(len(given))):
+        raise cx.unsupported("advanced indexing with index tensors after a full slice")
+    bshape = list(np.broadcast_shapes(*[cx.static_shape(a["indices"][k]) for k in given]))
+    parts = [cx.op("expand_dims", cx.op("broadcast_to", wrapped(k), shape=bshape), axis=0) for k in given]
+    return cx.op("gather_nd", x, cx.op("concatenate", *parts, axis=0))
+
+
+@converter("diff")
+def diff(cx, a):
+    x = a["self"]
+    d = _axis(cx, x, int(a.get("dim", -1)))
+    parts = [v for v in (a.get("prepend"), x, a.get("append")) if v is not None]
+    x = cx.op("concatenate", *parts, axis=d) if len(parts) > 1 else x
+    for _ in range(int(a.get("n", 1))):
+        n = cx.shape(x)[d]
+        if n is None:
+            raise cx.unsupported("diff along a dimension known only at run time")
+        hi = cx.op("strided_slice", x, begin=[1], end=[n], strides=[1], axes=[d])
+        lo = cx.op("strided_slice", x, begin=[0], end=[n - 1], strides=[1], axes=[d])
+        x = cx.op("logical_xor" if cx.dtype(x) is T.i1 else "subtract", hi, lo)
+    return x
+
+
+@converter("gather")
+def gather(cx, a):
+    x = a["self"]
+    return cx.op("gather", x, a["index"], axis=_axis(cx, x, int(a["dim"])))
+
+
+@converter("scatter", "scatter_")
+def scatter(cx, a):
+    x = a["self"]
+    src = a.get("src")
+    if src is None:
+        src = cx.op("broadcast_to", _tensor_or_scalar(cx, a["value"], x), shape=list(cx.static_shape(a["index"])))
+    if a.get("reduce") is not None:
+        raise cx.unsupported("scatter with a reduction")
+    return cx.op("scatter_elements", x, a["index"], src, axis=_axis(cx, x, int(a["dim"])))
+
+
+@converter("flip")
+def flip(cx, a):
+    x = a["self"]
+    for d in _ints(a["dims"]):
+        x = cx.op("reverse", x, axis=_axis(cx, x, d))
+    return x
+
+
+@converter("topk")
+def topk(cx, a):
+    x = a["self"]
+    out = cx.op("topk", x, k=int(a["k"]), axis=_axis(cx, x, int(a.get("dim", -1))), ret_type="both",
+                is_ascend=not a.get("largest", True), dtype="int64")
+    return (cx.get_item(out, 0), cx.get_item(out, 1))
+
+
+@converter("sort")
+def sort(cx, a):
+    x = a["self"]
+    d = _axis(cx, x, int(a.get("dim", -1)))
+    asc = not a.get("descending", False)
+    return (cx.op("sort", x, axis=d, is_ascend=asc), cx.op("argsort", x, axis=d, is_ascend=asc, dtype="int64"))
+
+
+@converter("isnan", "isinf")
+def isnan(cx, a):
+    return cx.op(a.op_name, a["self"])
+
+
+@converter("roll")
+def roll(cx, a):
+    x = a["self"]
+    shifts, dims = _ints(a["shifts"]), _ints(a["dims"]) if a.get("dims") else []
+    if not dims:
+        flat = cx.op("reshape", x, newshape=[-1])
+        return cx.op("reshape", roll(cx, Args({"self": flat, "shifts": shifts, "dims": [0]}, )),
+                     newshape=list(cx.static_shape(x)))
+    for s_, d in zip(shifts, dims):
+        d = _axis(cx, x, d)
+        n = cx.shape(x)[d]
+        if n is None:
+            raise cx.unsupported("roll along a dimension known only at run time")
+        s_ %= n
+        if s_:
+            head = cx.op("strided_slice", x, begin=[n - s_], end=[n], strides=[1], axes=[d])
+            tail = cx.op("strided_slice", x, begin=[0], end=[n - s_], strides=[1], axes=[d])
+            x = cx.op("concatenate", head, tail, axis=d)
+    return x
+
+
 @converter("flatten")
 def flatten(cx, a):
     x = a["self"]
@@ -701,6 +826,27 @@ def slice_(cx, a):
     return cx.op("strided_slice", x, begin=[start], end=[end], strides=[step], axes=[d])
 
 
+@converter("slice_scatter")
+def slice_scatter(cx, a):
+    """`self` with self[start:end] (along dim) replaced by `src`: the two
+    untouched parts of self around src, concatenated."""
+    x, src = a["self"], a["src"]
+    d = _axis(cx, x, int(a.get("dim", 0)))
+    n = cx.shape(x)[d]
+    if n is None or int(a.get("step", 1)) != 1:
+        raise cx.unsupported("slice_scatter with a step, or along a dimension known only at run time")
+    start, end = a.get("start"), a.get("end")
+    start = 0 if start is None else int(start) + (n if int(start) < 0 else 0)
+    end = n if end is None else min(int(end) + (n if int(end) < 0 else 0), n)
+    parts = []
+    if start > 0:
+        parts.append(cx.op("strided_slice", x, begin=[0], end=[start], strides=[1], axes=[d]))
+    parts.append(cx.cast(src, cx.dtype(x)))
+    if end < n:
+        parts.append(cx.op("strided_slice", x, begin=[end], end=[n], strides=[1], axes=[d]))
+    return parts[0] if len(parts) == 1 else cx.op("concatenate", *parts, axis=d)
+
+
 @converter("select")
 def select(cx, a):
     x = a["self"]
@@ -729,9 +875,12 @@ def expand(cx, a):
     if "other" in a:
         shape = list(cx.static_shape(a["other"]))
     else:
-        want = _newshape(cx, x, a["size"])
+        want = [d if isinstance(d, int) else cx.static(d) if isinstance(d, Value) else None for d in a["size"]]
         have = [1] * (len(want) - cx.rank(x)) + list(cx.shape(x))
-        shape = [h if w == -1 else w for w, h in zip(want, have)]
+        shape = [h if w is not None and int(w) == -1 else w for w, h in zip(want, have)]
+        if any(d is None for d in shape):
+            raise cx.unsupported("expand to a size known only at run time")
+        shape = [int(d) for d in shape]
     return cx.op("broadcast_to", x, shape=shape)
 
 
@@ -813,6 +962,17 @@ def full(cx, a):
     if isinstance(value, Value):
         return cx.op("broadcast_to", cx.cast(value, dtype), shape=shape)
     return cx.const(np.full(shape, value, dtype=T.to_numpy_dtype(dtype)))
+
+
+@converter("fill", "fill_")
+def fill(cx, a):
+    """Every element of `self` set to `value` (export's functional form of
+    ``t.fill_(v)``)."""
+    x = a["self"]
+    v = a["value"]
+    if isinstance(v, Value):
+        return cx.op("broadcast_to", cx.cast(v, cx.dtype(x)), shape=list(cx.static_shape(x)))
+    return cx.const(np.full(cx.static_shape(x), v, dtype=T.to_numpy_dtype(cx.dtype(x))))
 
 
 @converter("tril", "triu")

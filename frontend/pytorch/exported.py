@@ -22,6 +22,12 @@ def import_exported(ep):
     from torch.export.graph_signature import InputKind
 
     from ...ir.location import NameLoc
+    # Functionalise: export's graph may mutate views in place (``mask[a:b] =
+    # v`` is a slice and a fill_ of it); with no decompositions the ops stay
+    # as they are, and a mutation becomes its functional form (slice_scatter).
+    if any(n.op == "call_function" and getattr(getattr(n.target, "_schema", None), "is_mutable", False)
+           for n in ep.graph.nodes):
+        ep = ep.run_decompositions({})
     im = Importer()
     env = {}
     kinds = {s.arg.name: s for s in ep.graph_signature.input_specs}

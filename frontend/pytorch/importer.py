@@ -62,7 +62,10 @@ def source_loc(trace, fallback):
     frames = [(m.group(1), int(m.group(2))) for m in _FX_FRAME.finditer(trace or "")]
     if not frames:
         frames = [(m.group(1), int(m.group(2))) for m in _TS_FRAME.finditer(trace or "")][::-1]
-    mine = [f for f in frames if not _in_torch(f[0])]
+    # the model's own file first; else a library's model code (torchvision's),
+    # never torch's internals
+    mine = [f for f in frames if not _in_torch(f[0])] or \
+        [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0]]
     if not mine:
         return NameLoc(fallback), ""
     path, line = mine[-1]

@@ -69,6 +69,10 @@ def import_torchscript(module, input_infos):
                 raise PyTorchImportError(loc, f"{kind}{' (' + source + ')' if source else ''}: unsupported: "
                                               "an op without a schema")
             schema = torch._C.parse_schema(sch)
+            if schema.is_mutable and _mutates_a_view(node, schema):
+                raise PyTorchImportError(loc, f"{kind}{' (' + source + ')' if source else ''}: unsupported: "
+                                              "an in-place update of a view (of a slice or a reshape); "
+                                              "import the model through torch.export, which makes it functional")
             values = bind(schema, [value_of(i) for i in node.inputs()], {}, lambda x: x, all_positional=True)
             res = im.call(name, schema, values, loc, source)
             if len(outs) == 1:
@@ -91,3 +95,18 @@ def import_torchscript(module, input_infos):
     for o in graph.outputs():
         flatten(value_of(o))
     return im.finish(results, NameLoc("output")), None
+
+
+_VIEWS = {"aten::slice", "aten::select", "aten::view", "aten::reshape", "aten::narrow", "aten::as_strided",
+          "aten::expand", "aten::transpose", "aten::permute", "aten::unsqueeze", "aten::squeeze",
+          "aten::flatten", "aten::t", "aten::diagonal", "aten::unfold", "aten::__getitem__"}
+
+
+def _mutates_a_view(node, schema):
+    """Whether `node` writes into an argument that is a view of another
+    tensor: converted as a new value, the write would not reach the base."""
+    for arg, v in zip(schema.arguments, node.inputs()):
+        info = arg.alias_info
+        if info is not None and info.is_write and v.node().kind() in _VIEWS:
+            return True
+    return False
