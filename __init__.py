@@ -9,7 +9,7 @@ so that ``import tvmd`` stays instant.
 __version__ = "0.1.0"
 
 _CLASSIC = frozenset({"te", "nd", "target", "tir", "lower", "build", "cpu", "cuda", "gpu", "device", "const",
-                      "TVMError"})
+                      "TVMError", "relay", "transform", "IRModule"})
 
 
 def __getattr__(name):

@@ -16,14 +16,17 @@ A classic TE script runs with only its imports changed::
 Modules: ``expr`` (scalar expressions), ``te`` (placeholder, compute,
 reducers, math), ``schedule`` (Schedule / Stage, emitting te schedule ops),
 ``emit`` (expressions -> arith / te ops), ``build`` (lower, build, modules),
-``nd`` (arrays, devices), ``target`` (Target), ``tir`` (tvm.tir helpers).
+``nd`` (arrays, devices), ``target`` (Target), ``tir`` (tvm.tir helpers),
+``relay`` (Relay's Python builders, transforms, build, frontends),
+``transform`` (PassContext, Sequential), ``contrib.graph_executor``.
 ``tvmd.te``, ``tvmd.nd``, ``tvmd.lower``, ... are these, imported lazily by
 the package root.  docs/python-api.md lists what is covered.
 """
 
-from . import nd, target, te, tir
-from .build import build, lower
+from . import contrib, nd, relay, target, te, tir, transform
+from .build import IRModule, build, lower
 from .expr import TVMError, const
 from .nd import cpu, cuda, device, gpu
 
-__all__ = ["te", "nd", "target", "tir", "lower", "build", "cpu", "cuda", "gpu", "device", "const", "TVMError"]
+__all__ = ["te", "nd", "target", "tir", "lower", "build", "cpu", "cuda", "gpu", "device", "const", "TVMError",
+           "relay", "transform", "contrib", "IRModule"]

@@ -64,10 +64,29 @@ class IRModule:
     """What ``tvm.lower`` returns: ``str(mod)`` is the module text (tir),
     ``mod["main"]`` the tir.func op, ``mod.module`` the ``builtin.module``."""
 
-    def __init__(self, module, perm=None, entry=None):
+    def __init__(self, module=None, perm=None, entry=None):
+        from ..dialects.builtin.ops import ModuleOp
+        if module is None or isinstance(module, dict):   # TVM's IRModule({"main": func})
+            functions = module or {}
+            module = ModuleOp.create_empty()
+            from .relay.expr import Function, emit_function
+            for name, f in functions.items():
+                if not isinstance(f, Function):
+                    raise TVMError(f"IRModule({{'{name}': ...}}) takes relay.Functions, got {type(f).__name__}")
+                module.body.append(emit_function(f, name))
+            _run(module, "infer-type")
         self.module = module
         self._perm = perm        # user argument i -> position in the tir.func's parameters
         self._entry = entry
+
+    @classmethod
+    def from_expr(cls, expr, functions=None, type_defs=None):
+        """``tvm.IRModule.from_expr(f)``: `f` (a relay.Function, or an
+        expression over free variables) as @main, types inferred."""
+        from .relay.expr import Function, free_vars
+        if not isinstance(expr, Function):
+            expr = Function(free_vars(expr), expr)
+        return cls({"main": expr, **(functions or {})})
 
     def __str__(self):
         from ..ir.printer import print_module

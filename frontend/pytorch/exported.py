@@ -77,16 +77,7 @@ def import_exported(ep):
             values = bind(schema, node.args, node.kwargs, value_of)
             env[node] = im.call(name, schema, values, loc, source)
         elif node.op == "output":
-            outs = []
-
-            def flatten(a):
-                if isinstance(a, (list, tuple)):
-                    for x in a:
-                        flatten(x)
-                else:
-                    outs.append(value_of(a))
-            flatten(node.args[0])
-            return im.finish(outs, NameLoc("output")), None
+            return im.finish(value_of(node.args[0]), NameLoc("output")), None
         else:
             raise PyTorchImportError(NameLoc(node.name), f"unsupported graph node kind '{node.op}'")
     raise PyTorchImportError(NameLoc("graph"), "the exported graph has no output")

@@ -121,7 +121,7 @@ class Importer:
         from ...ir.core import Region, Value
         from ...ir.verifier import verify
         flat = []
-        for v in outputs:
+        for v in _flatten(outputs):
             if not isinstance(v, Value):
                 raise PyTorchImportError(loc, f"the model returns a {type(v).__name__}, not a tensor")
             flat.append(v)
@@ -133,6 +133,15 @@ class Importer:
         module.body.append(func)
         verify(module)
         return module
+
+
+def _flatten(v):
+    """The values of nested lists / tuples, in order (a model's outputs)."""
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _flatten(x)
+    else:
+        yield v
 
 
 def _identifier(name):

@@ -84,17 +84,7 @@ def import_torchscript(module, input_infos):
             loc, source = source_loc(node.sourceRange(), kind)
             raise PyTorchImportError(loc, f"{kind}{' (' + source + ')' if source else ''}: unsupported: "
                                           "a TorchScript node the importer does not read")
-    results = []
-
-    def flatten(v):
-        if isinstance(v, (list, tuple)):
-            for x in v:
-                flatten(x)
-        else:
-            results.append(v)
-    for o in graph.outputs():
-        flatten(value_of(o))
-    return im.finish(results, NameLoc("output")), None
+    return im.finish([value_of(o) for o in graph.outputs()], NameLoc("output")), None
 
 
 _VIEWS = {"aten::slice", "aten::select", "aten::view", "aten::reshape", "aten::narrow", "aten::as_strided",

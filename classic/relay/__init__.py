@@ -1,0 +1,94 @@
+"""``tvmd.relay`` as classic TVM's ``tvm.relay``: expression builders, every
+relay op as a function, transforms, build and the graph executor.
+
+    from tvmd import relay
+    x = relay.var("x", shape=(1, 3, 32, 32))
+    y = relay.nn.relu(relay.nn.conv2d(x, relay.var("w", shape=(8, 3, 3, 3)), padding=(1, 1)))
+    mod = tvm.IRModule.from_expr(relay.Function(relay.analysis.free_vars(y), y))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params={"w": w})
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+
+Every op of the relay dialect is a function here under TVM's name
+(``relay.add``, ``relay.nn.conv2d``, ``relay.image.resize2d``): its
+operands first, then its attributes by position in the order the op
+declares them (TVM's order) or by keyword.  Modules: ``expr`` (the
+expressions and their emission), ``transform`` (passes), ``build``
+(relay.build, the graph executor, create_executor), ``frontend``.
+"""
+
+from __future__ import annotations
+
+from . import analysis, frontend, transform
+from .build import build, create_executor
+from .expr import (Any, Call, Constant, Expr, Function, Tuple, TupleGetItem, TensorType, Var, const,
+                   var)
+
+ScopeBuilder = None   # let-binding builder: not covered (write the relay text)
+
+
+class _Ops:
+    """The relay ops under a prefix (``relay.nn.``...) as functions."""
+
+    def __init__(self, prefix):
+        self._prefix = prefix
+
+    def __getattr__(self, name):
+        fn = op_function(self._prefix + name)
+        if fn is None:
+            raise AttributeError(f"relay has no op '{self._prefix}{name}'")
+        return fn
+
+
+nn = _Ops("nn.")
+image = _Ops("image.")
+qnn = _Ops("qnn.")
+vision = _Ops("vision.")
+dyn = _Ops("dyn.")
+
+
+def op_function(name):
+    """relay op `name` as ``f(*operands, *attrs_in_order, **attrs)``, or None."""
+    from ...ir.core import OP_CLASSES
+    from ...ir.registry import load_dialect
+    load_dialect("relay")
+    cls = OP_CLASSES.get("relay." + name)
+    if cls is None or name in ("call", "func", "return", "constant"):
+        return None
+    declared = list(cls.OPERANDS or ())
+    variadic = any(d.startswith("*") for d in declared)
+    fixed = [d for d in declared if not d.startswith("*")]
+    attr_names = list(cls.ATTRS)
+
+    def f(*args, **kwargs):
+        args = list(args)
+        operands = []
+        for _ in fixed:
+            if not args:
+                break
+            operands.append(args.pop(0))
+        if variadic and args:
+            first = args.pop(0)
+            operands += list(first.fields if isinstance(first, Tuple) else first) \
+                if isinstance(first, (list, tuple, Tuple)) else [first]
+        attrs = dict(zip(attr_names, args))
+        if len(args) > len(attr_names):
+            raise TypeError(f"relay.{name} takes at most {len(fixed) + len(attr_names)} positional arguments")
+        for k, v in kwargs.items():
+            if k in fixed or k.lstrip("*") in [d.lstrip("*") for d in declared]:
+                operands.append(v)
+            else:
+                attrs[k] = v
+        operands = [o if isinstance(o, Expr) else const(o) for o in operands]
+        return Call(name, operands, attrs)
+    f.__name__ = name.split(".")[-1]
+    f.__qualname__ = f"relay.{name}"
+    f.__doc__ = f"relay.{name}({', '.join(declared + attr_names)})"
+    return f
+
+
+def __getattr__(name):
+    fn = op_function(name)
+    if fn is None:
+        raise AttributeError(f"module 'tvmd.relay' has no attribute '{name}'")
+    return fn
