@@ -63,7 +63,7 @@ def test_emit_cuda():
     (["--emit=llvm", "--target=cuda"], "--emit=llvm needs a llvm target", 52),
     (["--emit=cuda", "--target=cuda -arch=90"], "invalid target: bad CUDA architecture '90'", 64),
     (["--emit=llvm", "--bogus"], "unknown option '--bogus'", 43),
-    (["--import-relay-text", "m.txt"], "'--import-relay-text' is not implemented yet", 31),
+    (["--emit=llvm", "--export-tvm-relay"], "--emit does not go with --export-tvm-relay", 31),
     ([], "no output kind", 1),
 ])
 def test_command_line_errors(args, message, col, monkeypatch):

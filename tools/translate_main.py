@@ -5,6 +5,8 @@ and import models from other frameworks as relay text.
                   [--split-input-file] [--verify-diagnostics]
     tvm-translate --import-onnx model.onnx [--input-shape=NAME:1x3x?x?] [-o out.relay]
     tvm-translate --import-pytorch module.py:factory [-o out.relay]
+    tvm-translate --import-tvm-relay model.txt [--params model.params] [-o out.relay]
+    tvm-translate model.relay --export-tvm-relay [-o model.txt]
 
 Every tir.func of the input is translated (other ops, such as a relay
 ``main``, are left out).  Diagnostics follow tvm-opt: ``file:line:col:
@@ -23,7 +25,9 @@ from .cmdline import ToolDriver, take_input, report_internal_error, take_value, 
 USAGE = ("usage: tvm-translate [file|-] --emit=llvm|asm|obj|shared-lib|cuda|ptx|cubin [--target=TARGET] "
          "[-O0..-O3] [-o out] [--split-input-file] [--verify-diagnostics]\n"
          "       tvm-translate --import-onnx model.onnx [--input-shape=NAME:DIMS ...] [-o out.relay]\n"
-         "       tvm-translate --import-pytorch module.py:factory [-o out.relay]")
+         "       tvm-translate --import-pytorch module.py:factory [-o out.relay]\n"
+         "       tvm-translate --import-tvm-relay model.txt [--params FILE] [-o out.relay]\n"
+         "       tvm-translate model.relay --export-tvm-relay [-o model.txt]")
 
 HELP = """\
 Translates tir functions (the output of tvm-opt --lower-te-to-tir) to target code.
@@ -66,15 +70,19 @@ importers (write relay text, large weights in the resource section):
                        a torch.export.ExportedProgram, or (module, example_inputs) or
                        (module, example_inputs, dynamic_shapes), exported here
                        (needs torch: pip install 'tvmd[torch]')
-  --import-relay-text: not implemented yet (a later issue)
+  --import-tvm-relay FILE
+                       classic TVM's Relay text (#[version = "0.0.5"], def @main(...),
+                       meta[relay.Constant][i] from its #[metadata] section)
+  --params FILE        with --import-tvm-relay: a relay.save_param_dict file; each array
+                       becomes a constant in place of @main's parameter of that name
+  --export-tvm-relay   write the input relay module as classic TVM's Relay text
 
 environment: TVMD_NUM_THREADS sets the threads compiled parallel loops use at run time.
 """
 
 EMITS = ("llvm", "asm", "obj", "shared-lib", "cuda", "ptx", "cubin")
 BINARY = ("obj", "shared-lib", "cubin")
-IMPORTERS = ("--import-onnx", "--import-relay-text", "--import-pytorch")
-NOT_YET = ("--import-relay-text",)
+IMPORTERS = ("--import-onnx", "--import-pytorch", "--import-tvm-relay", "--export-tvm-relay")
 
 
 class Options:
@@ -91,6 +99,9 @@ class Options:
         self.opt_level = None
         self.import_onnx = None       # argument index of --import-onnx
         self.import_pytorch = None    # argument index of --import-pytorch
+        self.import_tvm = None        # argument index of --import-tvm-relay
+        self.params = None            # --params: (path, argument index, offset)
+        self.export_tvm = None        # argument index of --export-tvm-relay
         self.input_shapes = {}        # --input-shape: name -> dims
         self.input_shape_index = {}   # name -> (argument index, offset of the name in it)
         self.debuginfo = False
@@ -108,10 +119,19 @@ def parse_args(argv, cl):
             i += 1
             continue
         name, eq, value = a.partition("=")
-        if name in NOT_YET:
-            raise cl.error(i, f"'{name}' is not implemented yet: the importers come in a later issue")
-        if name == "--import-onnx":
-            o.import_onnx = i
+        if name == "--export-tvm-relay" and not eq:
+            o.export_tvm = i
+            i += 1
+            continue
+        if name == "--params":
+            value, vi, voff, i = take_value(argv, i, name, eq, value, cl)
+            o.params = (value, vi, voff)
+            continue
+        if name in ("--import-onnx", "--import-tvm-relay"):
+            if name == "--import-onnx":
+                o.import_onnx = i
+            else:
+                o.import_tvm = i
             if eq:
                 take_input(o, value, i, cl, "model")
             elif o.input is None and i + 1 < n and not argv[i + 1].startswith("-"):
@@ -161,6 +181,19 @@ def parse_args(argv, cl):
         cands = difflib.get_close_matches(name, known, n=1)
         hint = f"; did you mean '{cands[0]}'?" if cands else ""
         raise cl.error(i, f"unknown option '{name}'{hint}")
+    if o.params is not None and o.import_tvm is None:
+        raise cl.error(o.params[1], "--params goes with --import-tvm-relay")
+    if o.import_tvm is not None or o.export_tvm is not None:
+        flag, at = ("--import-tvm-relay", o.import_tvm) if o.import_tvm is not None else ("--export-tvm-relay", o.export_tvm)
+        for other, idx in (("--emit", o.emit_index), ("--target", o.target_index), ("--split-input-file", o.split),
+                           ("--verify-diagnostics", o.verify), ("--import-onnx", o.import_onnx)):
+            if idx is not None:
+                raise cl.error(idx, f"{other} does not go with {flag}")
+        if o.import_tvm is not None and o.export_tvm is not None:
+            raise cl.error(o.export_tvm, "--export-tvm-relay does not go with --import-tvm-relay")
+        if o.import_tvm is not None and o.input is None:
+            raise cl.error(at, "--import-tvm-relay needs the model's file path")
+        return o
     if o.import_onnx is not None:
         check_import_args(o, cl)
         return o
@@ -303,6 +336,33 @@ def import_pytorch(o, cl, sources):
     return print_module(module)
 
 
+def import_tvm_relay(o, cl, driver):
+    """The relay dialect text of the TVM Relay text at o.input."""
+    from ..frontend.tvm_relay import import_tvm_relay as read
+    from ..frontend.tvm_relay import load_param_dict
+    from ..frontend.tvm_relay.params import ParamsError
+    from ..ir.printer import print_module
+    params = None
+    if o.params is not None:
+        ppath, pi, poff = o.params
+        try:
+            with open(ppath, "rb") as f:
+                params = load_param_dict(f.read())
+        except OSError as e:
+            raise cl.error(pi, f"could not read '{ppath}': {e.strerror}", poff) from None
+        except ParamsError as e:
+            raise cl.error(pi, f"'{ppath}': {e}", poff) from None
+    name, text = driver.read_input(o.input, o.input_index)
+    return print_module(read(text, name, params))
+
+
+def export_tvm_relay(o, driver):
+    from ..frontend.tvm_relay.writer import export_tvm_relay as write
+    from ..parser import parse_module
+    fname, text = driver.read_input(o.input or "-", o.input_index)
+    return write(parse_module(text, fname))
+
+
 def resolve_target(o, cl):
     from ..backend.spec import TargetError, parse_target
     want = "cuda" if o.emit in ("cuda", "ptx", "cubin") else "llvm"
@@ -332,6 +392,10 @@ class Driver(ToolDriver):
         cl = self.cl
         try:
             o = parse_args(argv, cl)
+            if o.import_tvm is not None:
+                return self.write(import_tvm_relay(o, cl, self), o, cl)
+            if o.export_tvm is not None:
+                return self.write(export_tvm_relay(o, self), o, cl)
             if o.import_onnx is not None or o.import_pytorch is not None:
                 result = import_onnx(o, cl) if o.import_onnx is not None else import_pytorch(o, cl, self.sources)
                 return self.write(result, o, cl)

@@ -44,6 +44,7 @@ _SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64",
            "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
            "b": "bool"}
 _NUM = re.compile(r"^(-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64|b)?$")
+_LOC = re.compile(r'loc\(("(?:[^"\\]|\\.)*"):(\d+):(\d+)\)\s*$')
 _DROP_ATTRS = {"out_layout", "auto_scheduler_rewritten_layout", "meta_schedule_original_shape"}
 
 
@@ -70,7 +71,23 @@ def import_tvm_relay(text, filename="<tvm-relay>", params=None):
     """The relay dialect module for classic TVM Relay `text`."""
     from ...parser import parse_module
     dialect = to_dialect_text(text, filename, params)
-    return parse_module(dialect, filename + " (as relay)")
+    generated = filename + " (as relay)"
+    try:
+        return parse_module(dialect, generated)
+    except DiagnosticError as e:
+        # an error found while an op was read points into the generated
+        # text: move it to the TVM expression that op came from
+        where = e.loc.file_line_col() if e.loc is not None else None
+        if where is None or where[0] != generated:
+            raise
+        lines = dialect.split("\n")
+        for line in lines[where[1] - 1:]:
+            m = _LOC.search(line)
+            if m:
+                d = e.diagnostics[0]
+                raise TvmRelayError(FileLoc(json.loads(m.group(1)), int(m.group(2)), int(m.group(3))),
+                                    d.message) from None
+        raise
 
 
 def to_dialect_text(text, filename="<tvm-relay>", params=None):
