@@ -123,3 +123,39 @@ def test_errors_point_into_the_tvm_text(text, where, message):
         import_tvm_relay(text, "m.txt")
     assert message in str(e.value)
     assert e.value.loc.file_line_col() == ("m.txt",) + where
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from tvmd.ir.diagnostics import DiagnosticError  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(["cnn.txt", "language.txt"]), st.data())
+def test_mutated_text_is_a_located_error_never_a_traceback(name, data):
+    """Cut, duplicate or replace a piece of a valid program: the importer
+    reads it or reports a located error."""
+    text, path = read(name)
+    body = text.split("#[metadata]")[0]
+    i = data.draw(st.integers(0, len(body) - 1))
+    j = data.draw(st.integers(i, min(len(body), i + 40)))
+    piece = data.draw(st.sampled_from(["", body[i:j], "(", ")", "{", "}", "%0", "@main", "1f", ",", ";", "=",
+                                       "Tensor[(", "meta[relay.Constant][7]", "match (%x) {", "fn (", "?"]))
+    mutated = body[:i] + piece + body[j:]
+    try:
+        import_tvm_relay(mutated, "m.txt")
+    except DiagnosticError as e:
+        assert e.loc is not None and e.loc.file_line_col() is not None
+
+
+@pytest.mark.parametrize("body, where, message", [
+    ("300i8", (2, 15), "out of range for int8"),
+    ("1e99f", (2, 15), "overflows f32"),
+    ("nn.softmax(ones(shape=[2], dtype=\"float32\"), axes=0)", (2, 60), "has no attribute 'axes' (it has: axis)"),
+    ("meta[relay.Constant][0]", (2, 15), "has 0 constant(s)"),
+])
+def test_literals_attributes_and_metadata_are_checked(body, where, message):
+    with pytest.raises(TvmRelayError) as e:
+        import_tvm_relay('#[version = "0.0.5"]\ndef @main() { ' + body + " }\n", "m.txt")
+    assert message in str(e.value)
+    assert e.value.loc.file_line_col() == ("m.txt",) + where

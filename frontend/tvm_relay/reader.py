@@ -44,7 +44,6 @@ _SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64",
            "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
            "b": "bool"}
 _NUM = re.compile(r"^(-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64|b)?$")
-_LOC = re.compile(r'loc\(("(?:[^"\\]|\\.)*"):(\d+):(\d+)\)\s*$')
 _DROP_ATTRS = {"out_layout", "auto_scheduler_rewritten_layout", "meta_schedule_original_shape"}
 
 
@@ -70,27 +69,26 @@ def dtype_text(name, loc):
 def import_tvm_relay(text, filename="<tvm-relay>", params=None):
     """The relay dialect module for classic TVM Relay `text`."""
     from ...parser import parse_module
-    dialect = to_dialect_text(text, filename, params)
+    dialect, locs = _translate(text, filename, params)
     generated = filename + " (as relay)"
     try:
         return parse_module(dialect, generated)
     except DiagnosticError as e:
         # an error found while an op was read points into the generated
-        # text: move it to the TVM expression that op came from
+        # text: move it to the TVM expression that line came from
         where = e.loc.file_line_col() if e.loc is not None else None
-        if where is None or where[0] != generated:
+        if where is None or where[0] != generated or not 0 < where[1] <= len(locs):
             raise
-        lines = dialect.split("\n")
-        for line in lines[where[1] - 1:]:
-            m = _LOC.search(line)
-            if m:
-                d = e.diagnostics[0]
-                raise TvmRelayError(FileLoc(json.loads(m.group(1)), int(m.group(2)), int(m.group(3))),
-                                    d.message) from None
-        raise
+        raise TvmRelayError(locs[where[1] - 1], e.diagnostics[0].message) from None
 
 
 def to_dialect_text(text, filename="<tvm-relay>", params=None):
+    """The relay dialect text for classic TVM Relay `text`."""
+    return _translate(text, filename, params)[0]
+
+
+def _translate(text, filename, params):
+    """(dialect text, [FileLoc in the TVM text of each generated line])."""
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
@@ -100,7 +98,8 @@ def to_dialect_text(text, filename="<tvm-relay>", params=None):
         expected = sorted(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
         raise TvmRelayError(loc, f"{what} in TVM Relay text" +
                             (f" (expected one of: {', '.join(expected[:8])})" if expected else "")) from None
-    return _Writer(filename, params or {}).module(tree)
+    w = _Writer(filename, params or {})
+    return w.module(tree), w.line_locs
 
 
 class _Scope:
@@ -120,6 +119,8 @@ class _Writer:
     def __init__(self, filename, params):
         self.file, self.params = filename, dict(params)
         self.lines = []
+        self.line_locs = []     # the TVM location each generated line came from
+        self.at = FileLoc(filename, 1, 1)
         self.depth = 0
         self.count = 0
         self.used = set()
@@ -141,8 +142,9 @@ class _Writer:
         loc = self.loc(node)
         return f'loc({json.dumps(loc.file)}:{loc.line}:{loc.col})'
 
-    def emit(self, line):
+    def emit(self, line, loc=None):
         self.lines.append("  " * self.depth + line)
+        self.line_locs.append(loc or self.at)
 
     def fresh(self, hint=None):
         base = re.sub(r"[^A-Za-z0-9_]", "_", hint) if hint else "v"
@@ -158,17 +160,14 @@ class _Writer:
 
     def op(self, text, node, hint=None):
         v = self.fresh(hint)
-        self.emit(f"{v} = {text} {self.loc_text(node)}")
+        self.emit(f"{v} = {text} {self.loc_text(node)}", self.loc(node))
         return v
 
     # -- the module -------------------------------------------------------------------
     def module(self, tree):
-        meta_text = None
         for child in tree.children:
             if isinstance(child, Token) and child.type == "METADATA":
-                meta_text = str(child)
-        if meta_text is not None:
-            self.meta = _metadata_constants(meta_text, self.file)
+                self.meta = _metadata_constants(str(child), self.loc(child))
         for child in tree.children:
             if isinstance(child, Tree) and child.data == "type_def":
                 self.type_def(child)
@@ -186,6 +185,7 @@ class _Writer:
         return out
 
     def type_def(self, t):
+        self.at = self.loc(t)
         name = str(t.children[0])
         tparams = [str(x) for x in t.children[1].children] if t.children[1] is not None else []
         self.adts[name] = tparams
@@ -202,6 +202,7 @@ class _Writer:
         self.emit(f"relay.adt @{name}{tp} {{ {', '.join(ctors)} }}")
 
     def func_def(self, t):
+        self.at = self.loc(t)
         name, tparams, params, ret, attrs, body = _signature(t)
         if tparams is not None:
             raise TvmRelayError(self.loc(t), f"{name}: polymorphic functions have no counterpart "
@@ -289,7 +290,16 @@ class _Writer:
             dtype = "float32" if any(c in num for c in ".eE") else "int32"
         else:
             dtype = _SUFFIX[suffix]
-        value = float(num) if dtype.startswith("float") else int(float(num))
+        if dtype.startswith("float"):
+            value = float(num)
+            why = T.float_range_error(value, T.from_dtype_name(dtype))
+        else:
+            value = int(float(num)) if any(c in num for c in ".eE") else int(num)
+            info = np.iinfo(np.dtype(dtype)) if dtype != "bool" else None
+            why = None if info is None or info.min <= value <= info.max else \
+                f"{value} is out of range for {dtype} ({info.min} .. {info.max})"
+        if why:
+            raise TvmRelayError(self.loc(t), f"literal {text}: {why}")
         return self.constant(np.asarray(value, dtype=np.dtype(dtype)), t, hint)
 
     def x_true(self, t, scope, hint):
@@ -349,8 +359,11 @@ class _Writer:
             key, value = str(a.children[0]), self.attr_value(a.children[1])
             if value is None:
                 continue
-            if cls is not None and key not in cls.ATTRS and (key in _DROP_ATTRS or value in ('""', "[]")):
-                continue   # TVM prints some internal attributes empty
+            if cls is not None and key not in cls.ATTRS:
+                if key in _DROP_ATTRS or value in ('""', "[]"):
+                    continue   # TVM prints some internal attributes empty
+                raise TvmRelayError(self.loc(a), f"relay op '{op}' has no attribute '{key}' "
+                                                 f"(it has: {', '.join(cls.ATTRS) or 'none'})")
             out.append(f"{key} = {value}")
         return f" {{{', '.join(out)}}}" if out else ""
 
@@ -381,7 +394,7 @@ class _Writer:
     def x_if_expr(self, t, scope, hint):
         cond = self.expr(t.children[0], scope)
         v = self.fresh(hint)
-        self.emit(f"{v} = if {cond} {{")
+        self.emit(f"{v} = if {cond} {{", self.loc(t))
         self.region(t.children[1].children[0], scope, "yield")
         self.emit("} else {")
         self.region(t.children[2].children[0], scope, "yield")
@@ -408,7 +421,8 @@ class _Writer:
             inner.names[pname] = pv
             sig.append(f"{pv}: {self.type(p.children[1])}")
         v = self.fresh(hint)
-        self.emit(f"{v} = fn ({', '.join(sig)})" + (f" -> {self.type(ret)}" if ret is not None else "") + " {")
+        self.emit(f"{v} = fn ({', '.join(sig)})" + (f" -> {self.type(ret)}" if ret is not None else "") + " {",
+                  self.loc(t))
         self.region(body.children[0], inner, "return")
         self.emit(f"}} {self.loc_text(t)}")
         return v
@@ -417,7 +431,7 @@ class _Writer:
         kw, value, *arms = t.children
         x = self.expr(value, scope)
         v = self.fresh(hint)
-        self.emit(f"{v} = {kw} {x} {{")
+        self.emit(f"{v} = {kw} {x} {{", self.loc(t))
         self.depth += 1
         for arm in arms:
             if arm is None:
@@ -510,7 +524,7 @@ def _signature(t):
     return name, first("type_params"), params, ret, first("attrs_block"), first("body")
 
 
-def _metadata_constants(text, filename):
+def _metadata_constants(text, loc):
     """The arrays of meta[relay.Constant][i], from TVM's #[metadata] JSON."""
     from .params import ParamsError, read_array
     body = text[text.index("]") + 1:].strip()
@@ -529,6 +543,5 @@ def _metadata_constants(text, filename):
             out.append(arr)
         return out
     except (ValueError, KeyError, IndexError, TypeError, ParamsError) as e:
-        line = 1
-        raise TvmRelayError(FileLoc(filename, line, 1), f"#[metadata] is not TVM's constant table: "
+        raise TvmRelayError(loc, f"#[metadata] is not TVM's constant table: "
                                                         f"{type(e).__name__}: {e}") from None
