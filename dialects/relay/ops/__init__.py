@@ -9,7 +9,8 @@
     reduce     sum, mean, max, min, prod, argmax, argmin, variance, std
     transform  reshape, transpose, concatenate, split, strided_slice, take, layout_transform, ...
     tensor     arange, zeros, ones, full, shape_of, ...
-    dyn        dyn.reshape, dyn.topk, dyn.arange: output shapes from input values
+    dyn        dyn.reshape, dyn.topk, dyn.arange, dyn.unique, dyn.non_max_suppression:
+               output shapes from input values
     image      resize2d, upsampling
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield

@@ -9,6 +9,14 @@
     %a = dyn.arange(%start, %stop, %step) {dtype = "float32"}
                                one-element tensors; a 1-d '?' result,
                                ceil((stop - start) / step) elements (none if that is negative)
+    %u = dyn.unique(%x) {sorted = true, axis = none}
+                               tuple<values, indices, inverse_indices, counts> (ONNX Unique):
+                               the distinct elements (slices along `axis`), in ascending
+                               order or in the order they first occur
+    %s = dyn.non_max_suppression(%boxes, %scores, %max, %iou, %score) {center_point_box = 0}
+                               ONNX NonMaxSuppression: boxes (B, N, 4), scores (B, C, N),
+                               three optional one-element bounds; (?, 3) i64 rows
+                               [batch, class, box] of the boxes kept, class by class
 
 A te.compute takes its output's extents from its inputs' shapes, and
 these take theirs from the values, so they have no TE compute: they run
@@ -23,7 +31,7 @@ when it runs.  Patterns: opaque.
 from __future__ import annotations
 
 from ....ir import types as T
-from ....ir.attrkinds import BOOL, INT, STR, enum
+from ....ir.attrkinds import BOOL, INT, STR, enum, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from .base import OpPattern, RelayOp, tensor_type
@@ -107,3 +115,104 @@ class DynArangeOp(RelayOp):
         n = max(int(np.ceil((b - a) / d)), 0)
         dt = T.to_numpy_dtype(dtype_attr(self, default=T.f32))
         return (a + d * np.arange(n)).astype(dt)
+
+
+class DynUniqueOp(RelayOp):
+    """``dyn.unique(%x) {sorted, axis}``: ONNX's Unique (its four outputs)."""
+    __slots__ = ()
+    name = "relay.dyn.unique"
+    OPERANDS = ("data",)
+    ATTRS = {"sorted": Attr(BOOL, True), "axis": Attr(optional(INT), None)}
+    PATTERN = OpPattern.OPAQUE
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        axis = self.attributes["axis"]
+        if axis is None:
+            values = T.TensorType((None,), x.element_type)
+        else:
+            a = norm_axis(self, axis, x.rank)
+            values = x.with_shape(tuple(None if i == a else d for i, d in enumerate(x.shape)))
+        q = T.TensorType((None,), T.i64)
+        return T.TupleType((values, q, q, q))
+
+    def compute(self, x):
+        axis = self.attributes["axis"]
+        if axis is not None:
+            axis %= x.ndim
+            flat = np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+            # np.unique over rows, keeping the slices whole
+            _, idx, inv, cnt = np.unique(flat, axis=0, return_index=True, return_inverse=True, return_counts=True)
+        else:
+            _, idx, inv, cnt = np.unique(x.reshape(-1), return_index=True, return_inverse=True, return_counts=True)
+        inv = inv.reshape(-1)
+        if not self.attributes["sorted"]:
+            order = np.argsort(idx, kind="stable")        # by first occurrence
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            idx, cnt, inv = idx[order], cnt[order], rank[inv]
+        values = np.take(x, idx, axis=axis if axis is not None else None) if axis is not None \
+            else x.reshape(-1)[idx]
+        i64 = np.int64
+        return (np.ascontiguousarray(values), idx.astype(i64), inv.astype(i64), cnt.astype(i64))
+
+
+class DynNonMaxSuppressionOp(RelayOp):
+    """``dyn.non_max_suppression(...)``: ONNX's NonMaxSuppression.  Per batch
+    and class: boxes with a score above `score` (strictly), highest first
+    (ties: lower index first), each kept unless its IoU with a kept box is
+    above `iou`, at most `max` of them (0 or none: nothing kept)."""
+    __slots__ = ()
+    name = "relay.dyn.non_max_suppression"
+    OPERANDS = ("boxes", "scores", "*bounds")
+    ATTRS = {"center_point_box": Attr(INT, 0)}
+    PATTERN = OpPattern.OPAQUE
+
+    def type_relation(self, boxes, scores, *bounds):
+        tensor_type(self, boxes, "boxes")
+        tensor_type(self, scores, "scores")
+        if boxes.rank != 3 or scores.rank != 3 or (boxes.shape[2] not in (None, 4)):
+            raise self.error(f"expects boxes (batch, n, 4) and scores (batch, classes, n), got {boxes} and {scores}")
+        if len(bounds) > 3:
+            raise self.error(f"takes at most 3 bounds (max boxes, iou threshold, score threshold), got {len(bounds)}")
+        for b, what in zip(bounds, ("max_output_boxes_per_class", "iou_threshold", "score_threshold")):
+            scalar_like(self, b, what)
+        if self.attributes["center_point_box"] not in (0, 1):
+            raise self.error(f"center_point_box is 0 or 1, got {self.attributes['center_point_box']}")
+        return T.TensorType((None, 3), T.i64)
+
+    def compute(self, boxes, scores, *bounds):
+        vals = [np.asarray(b).reshape(-1)[0] for b in bounds] + [None] * (3 - len(bounds))
+        limit = int(vals[0]) if vals[0] is not None else 0
+        iou_t = float(vals[1]) if vals[1] is not None else 0.0
+        score_t = float(vals[2]) if vals[2] is not None else None
+        b = boxes.astype(np.float64)
+        if self.attributes["center_point_box"]:
+            cx, cy, w, h = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+            y1, x1, y2, x2 = cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2
+        else:   # corners in either order
+            y1, y2 = np.minimum(b[..., 0], b[..., 2]), np.maximum(b[..., 0], b[..., 2])
+            x1, x2 = np.minimum(b[..., 1], b[..., 3]), np.maximum(b[..., 1], b[..., 3])
+        area = (y2 - y1) * (x2 - x1)
+        out = []
+        for n in range(scores.shape[0]):
+            for c in range(scores.shape[1]):
+                s = scores[n, c]
+                cand = [i for i in np.argsort(-s, kind="stable") if score_t is None or s[i] > score_t]
+                kept = []
+                for i in cand:
+                    if len(kept) >= limit:
+                        break
+                    ok = True
+                    for j in kept:
+                        ih = max(0.0, min(y2[n, i], y2[n, j]) - max(y1[n, i], y1[n, j]))
+                        iw = max(0.0, min(x2[n, i], x2[n, j]) - max(x1[n, i], x1[n, j]))
+                        inter = ih * iw
+                        union = area[n, i] + area[n, j] - inter
+                        if union > 0 and inter / union > iou_t:
+                            ok = False
+                            break
+                    if ok:
+                        kept.append(i)
+                out += [(n, c, i) for i in kept]
+        return np.asarray(out, dtype=np.int64).reshape(-1, 3)

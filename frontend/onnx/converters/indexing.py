@@ -1,5 +1,6 @@
 """Indexing: Gather, GatherElements, GatherND, Scatter*, OneHot, Compress,
-NonZero, TopK, CumSum, ReverseSequence, Trilu, Einsum.
+NonZero, TopK, CumSum, ReverseSequence, Trilu, Einsum, Unique, NonMaxSuppression
+(the last two: dyn ops, whose output sizes come from the values).
 
 ONNX indices may be negative (counting from the end).  Relay's take clamps
 them (TVM's default), so Gather's indices are made non-negative first: a
@@ -177,3 +178,27 @@ def trilu(cx, node):
 @converter("Einsum", 12)
 def einsum(cx, node):
     return cx.op("einsum", *node.inputs, equation=node.attr("equation").replace(" ", ""))
+
+
+@converter("Unique", 11)
+def unique(cx, node):
+    """dyn.unique: Y, indices, inverse_indices, counts (all int64 but Y)."""
+    x = node.input(0)
+    axis = node.attr("axis")
+    if axis is not None:
+        axis = norm_axis(cx, axis, cx.rank(x))
+    out = cx.op("dyn.unique", x, sorted=bool(node.attr("sorted", 1)), axis=axis)
+    return [cx.get_item(out, i) for i in range(4)]
+
+
+@converter("NonMaxSuppression", 10)
+def non_max_suppression(cx, node):
+    """dyn.non_max_suppression; an omitted bound before a given one takes
+    ONNX's default (max boxes 0, IoU threshold 0)."""
+    bounds = [node.input(i) for i in (2, 3, 4)]
+    while bounds and bounds[-1] is None:
+        bounds.pop()
+    defaults = [cx.const(0, T.i64), cx.const(0.0, T.f32)]
+    bounds = [b if b is not None else defaults[i] for i, b in enumerate(bounds)]
+    return cx.op("dyn.non_max_suppression", node.input(0), node.input(1), *bounds,
+                 center_point_box=node.attr("center_point_box", 0))
