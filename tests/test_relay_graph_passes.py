@@ -5,7 +5,6 @@ names, and numerics against the reference interpreter."""
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,8 +15,23 @@ from tvmd.ir.printer import print_module
 from tvmd.ir.registry import PRESETS, get_pass_class
 from tvmd.parser import parse_module
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-from relay_models import bert_layer_text, count_kernels, count_ops, resnet_text  # noqa: E402
+
+
+def _bench_module(name):
+    """bench/NAME.py, loaded by path: bench/ never goes on sys.path, where
+    its module names (kernels, models) would shadow installed packages'
+    (transformers imports a package called `kernels`)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "bench", name + ".py")
+    spec = importlib.util.spec_from_file_location("tvmd_bench_" + name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_models = _bench_module("relay_models")
+bert_layer_text, count_kernels, count_ops, resnet_text = (
+    _models.bert_layer_text, _models.count_kernels, _models.count_ops, _models.resnet_text)
 
 
 def run(text, pipeline):
