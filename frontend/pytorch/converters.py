@@ -649,6 +649,15 @@ def diff(cx, a):
     return x
 
 
+@converter("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "grid_sample")
+def grid_sample(cx, a):
+    """F.grid_sample: the interpolation and padding modes arrive as numbers."""
+    method = ["bilinear", "nearest", "bicubic"][int(a.get("interpolation_mode", 0))]
+    pad = ["zeros", "border", "reflection"][int(a.get("padding_mode", 0))]
+    return cx.op("image.grid_sample", a["input"], a["grid"], method=method, padding_mode=pad,
+                 align_corners=bool(a.get("align_corners", False)))
+
+
 @converter("gather")
 def gather(cx, a):
     x = a["self"]

@@ -12,6 +12,7 @@
     dyn        dyn.reshape, dyn.topk, dyn.arange, dyn.unique, dyn.non_max_suppression:
                output shapes from input values
     image      resize2d, upsampling
+    grid_sample  image.grid_sample (ONNX GridSample)
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
     loop       counted loops: carried values, stacked per-step outputs
@@ -21,5 +22,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, qnn)
+               transform, tensor, dyn, image, grid_sample, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -132,3 +132,17 @@ def resize(cx, node):
         roi = tuple(starts[2:]) + tuple(ends[2:])
     return _resize(cx, x, out, _METHODS[mode], coord, rounding, node.attr("cubic_coeff_a", -0.75),
                    node.attr("exclude_outside", 0), node.attr("extrapolation_value", 0.0), roi)
+
+
+@converter("GridSample", 16)
+def grid_sample(cx, node):
+    """image.grid_sample; opset 20 renamed bilinear / bicubic to linear / cubic."""
+    mode = node.attr("mode", "linear" if node.version >= 20 else "bilinear")
+    method = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    if method not in ("bilinear", "nearest", "bicubic"):
+        raise cx.error(f"unknown mode '{mode}'")
+    pad = node.attr("padding_mode", "zeros")
+    if pad not in ("zeros", "border", "reflection"):
+        raise cx.error(f"unknown padding_mode '{pad}'")
+    return cx.op("image.grid_sample", node.input(0), node.input(1), method=method, padding_mode=pad,
+                 align_corners=bool(node.attr("align_corners", 0)))
