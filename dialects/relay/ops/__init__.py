@@ -13,6 +13,7 @@
                output shapes from input values
     image      resize2d, upsampling
     grid_sample  image.grid_sample (ONNX GridSample)
+    signal     dft (ONNX DFT)
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
     loop       counted loops: carried values, stacked per-step outputs
@@ -22,5 +23,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, qnn)
+               transform, tensor, dyn, image, grid_sample, signal, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

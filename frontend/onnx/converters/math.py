@@ -170,3 +170,19 @@ def where(cx, node):
 @converter("Identity", 1)
 def identity(cx, node):
     return node.input(0)
+
+
+@converter("DFT", 17)
+def dft(cx, node):
+    """dft; dft_length and (opset 20) axis are inputs that must be known at import."""
+    x = node.input(0)
+    if node.version >= 20:
+        axis = int(cx.static_scalar(node.input(2), "axis")) if node.input(2) is not None else -2
+    else:
+        axis = node.attr("axis", 1)
+    r = cx.rank(x)
+    if not (-r <= axis <= -2 or 0 <= axis <= r - 2):
+        raise cx.error(f"axis {axis} is not a signal axis of a rank-{r} input")
+    length = int(cx.static_scalar(node.input(1), "dft_length")) if node.input(1) is not None else 0
+    return cx.op("dft", x, axis=axis % r, length=length, inverse=bool(node.attr("inverse", 0)),
+                 onesided=bool(node.attr("onesided", 0)))
