@@ -12,6 +12,12 @@ BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
 
 
 def _module():
+    """bench/tune_search.py, loaded with bench/ on sys.path only meanwhile:
+    the module puts its own folder there, and bench's module names
+    (kernels, models) must not shadow installed packages afterwards
+    (transformers imports a package called `kernels`)."""
+    saved = list(sys.path)
+    before = set(sys.modules)
     sys.path.insert(0, BENCH)
     try:
         spec = importlib.util.spec_from_file_location("tune_search", os.path.join(BENCH, "tune_search.py"))
@@ -19,7 +25,11 @@ def _module():
         spec.loader.exec_module(mod)
         return mod
     finally:
-        sys.path.remove(BENCH)
+        sys.path[:] = saved
+        for name in set(sys.modules) - before:
+            f = getattr(sys.modules[name], "__file__", None) or ""
+            if os.path.dirname(os.path.abspath(f)) == os.path.abspath(BENCH):
+                del sys.modules[name]
 
 
 def _sampled(n, m, budget, draws, rng):

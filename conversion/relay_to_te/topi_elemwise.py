@@ -398,6 +398,9 @@ UNARY = {
     "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite,
     "nn.relu": _relu, "nn.leaky_relu": _leaky_relu, "nn.gelu": _gelu, "clip": _clip,
     "cast": lambda e, op, x: convert(e, x, op.results[0].type.element_type),
+    "reinterpret": lambda e, op, x: x if x.type is op.results[0].type.element_type else
+    convert(e, x, op.results[0].type.element_type) if T.i1 in (x.type, op.results[0].type.element_type) else
+    e.op("arith.bitcast", [x], [op.results[0].type.element_type]),
     **{n: _rounding(n) for n in ROUNDING},
     **{n: _float_intrin(n) for n in FLOAT_INTRIN},
 }

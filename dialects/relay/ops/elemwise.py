@@ -254,6 +254,31 @@ class CastOp(UnaryOp):
             return a.astype(self.results[0].type.dtype)
 
 
+class ReinterpretOp(UnaryOp):
+    """``reinterpret(%x) {dtype = "int32"}``: the same bits read as another
+    type of the same width (ONNX BitCast, little-endian); bool is a byte,
+    and a byte other than 0 becomes true."""
+    __slots__ = ()
+    name = "relay.reinterpret"
+    ATTRS = {"dtype": Attr(STR)}
+
+    def type_relation(self, a):
+        tensor_type(self, a)
+        to = dtype_attr(self)
+        src = a.element_type
+        # bool is stored in a byte (as ONNX and numpy do): it pairs with the 8-bit types
+        widths = [8 if t is T.i1 else getattr(t, "width", None) for t in (src, to)]
+        if None in widths or widths[0] != widths[1]:
+            raise self.error(f"reinterprets only between types of one bit width, got {src} to {to}")
+        return a.with_element(to)
+
+    def compute(self, a):
+        to = self.results[0].type.element_type
+        if to is T.i1:
+            return a != 0      # a byte other than 0 or 1 is no bool: read it as true
+        return np.array(a, order="C").view(T.storage_numpy_dtype(to))
+
+
 class CastLikeOp(RelayOp):
     """``cast_like(%x, %like)``: %x in the dtype of %like."""
     __slots__ = ()

@@ -157,6 +157,12 @@ def cast(cx, node):
     return cx.cast(node.input(0), onnx_dtype(cx, to, "cast to"))
 
 
+@converter("BitCast", 26)
+def bit_cast(cx, node):
+    """reinterpret: the same bits as the type `to` names (same width)."""
+    return cx.op("reinterpret", node.input(0), dtype=onnx_dtype(cx, node.attr("to"), "bit-cast to"))
+
+
 @converter("CastLike", 15)
 def cast_like(cx, node):
     return cx.cast(node.input(0), cx.dtype(node.input(1)))
