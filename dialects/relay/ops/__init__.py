@@ -14,6 +14,7 @@
     image      resize2d, upsampling
     grid_sample  image.grid_sample (ONNX GridSample)
     signal     dft (ONNX DFT)
+    linalg     det, col2im (ONNX Det, Col2Im)
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
     loop       counted loops: carried values, stacked per-step outputs
@@ -23,5 +24,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, signal, qnn)
+               transform, tensor, dyn, image, grid_sample, signal, linalg, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

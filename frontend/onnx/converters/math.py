@@ -192,3 +192,18 @@ def dft(cx, node):
     length = int(cx.static_scalar(node.input(1), "dft_length")) if node.input(1) is not None else 0
     return cx.op("dft", x, axis=axis % r, length=length, inverse=bool(node.attr("inverse", 0)),
                  onesided=bool(node.attr("onesided", 0)))
+
+
+@converter("Det", 11)
+def det(cx, node):
+    return cx.op("det", node.input(0))
+
+
+@converter("Col2Im", 18)
+def col2im(cx, node):
+    """col2im; image_shape and block_shape are inputs known at import."""
+    image = [int(v) for v in cx.static_ints(node.input(1), "image_shape")]
+    block = [int(v) for v in cx.static_ints(node.input(2), "block_shape")]
+    return cx.op("col2im", node.input(0), image_shape=image, block_shape=block,
+                 strides=node.attr("strides", []) or None, pads=node.attr("pads", []) or None,
+                 dilations=node.attr("dilations", []) or None)
