@@ -10,7 +10,8 @@ rounding sees the same double:
     half_pixel            (i + 0.5) / scale - 0.5
     half_pixel_symmetric  L / 2 * (1 - M / (scale * L)) + (i + 0.5) / scale - 0.5
     pytorch_half_pixel    half_pixel when M > 1, else 0
-    align_corners         i * (L - 1) / (M - 1) (0 when M = 1)
+    align_corners         i * (L - 1) / (M - 1) (0 when M = 1); with given scales
+                          i * (L - 1) / (scale * L - 1), as ONNX's reference
     asymmetric            i / scale
     tf_half_pixel_for_nn  (i + 0.5) / scale
     tf_crop_and_resize    roi_start * (L - 1) + i * (roi_end - roi_start) * (L - 1) / (M - 1)
@@ -39,8 +40,9 @@ from .registry import (as_tensor, fconst, layout_names, out_type, primal_index, 
 F = T.f64
 
 
-def _coord(e, i, mode, L, M, scale, roi):
-    """The source coordinate (f64 Value) of output index `i`."""
+def _coord(e, i, mode, L, M, scale, roi, span):
+    """The source coordinate (f64 Value) of output index `i`; `span` is
+    align_corners' divisor (M - 1, or scale * L - 1 for a given scale)."""
     c = lambda v: fconst(e, v, F)  # noqa: E731
     fi = to_float(e, i, F)
 
@@ -54,7 +56,7 @@ def _coord(e, i, mode, L, M, scale, roi):
     if mode == "pytorch_half_pixel":
         return e.binary("sub", half(e), c(0.5)) if M > 1 else c(0.0)
     if mode == "align_corners":
-        return e.binary("div", e.binary("mul", fi, c(L - 1)), c(M - 1)) if M > 1 else c(0.0)
+        return e.binary("div", e.binary("mul", fi, c(L - 1)), c(span)) if M > 1 and span > 0 else c(0.0)
     if mode == "asymmetric":
         return e.binary("div", fi, c(scale))
     if mode == "tf_half_pixel_for_nn":
@@ -138,7 +140,7 @@ def resize(e, op, args):
             L, M = ins[s], outs[s]
             scale = scales[j] if scales else M / L
             rs = (roi[j], roi[nd + j]) if roi else (0.0, 1.0)
-            xc = _coord(e, o[s], mode, L, M, scale, rs)
+            xc = _coord(e, o[s], mode, L, M, scale, rs, span=(scale * L - 1) if scales else (M - 1))
             axes.append(_taps(e, xc, L, method, rounding, mode, alpha, exclude))
             if mode == "tf_crop_and_resize":
                 outside.append(e.op("arith.ori", [e.cmp("lt", xc, fconst(e, 0.0, F)),

@@ -213,6 +213,8 @@ def source_coords(mode, L, M, roi, scale=None):
     """Where output index i (0..M-1) falls in the input, ONNX's formulas;
     `scale` defaults to M / L."""
     i = np.arange(M, dtype=np.float64)
+    # align_corners maps by the unrounded output length scale * L when a scale is given (ONNX's reference)
+    span = (M - 1) if scale is None else scale * L - 1
     scale = M / L if scale is None else scale
     if mode == "half_pixel":
         return (i + 0.5) / scale - 0.5
@@ -224,7 +226,7 @@ def source_coords(mode, L, M, roi, scale=None):
     if mode == "pytorch_half_pixel":
         return (i + 0.5) / scale - 0.5 if M > 1 else np.zeros(M)
     if mode == "align_corners":
-        return i * (L - 1) / (M - 1) if M > 1 else np.zeros(M)
+        return i * (L - 1) / span if M > 1 and span > 0 else np.zeros(M)
     if mode == "asymmetric":
         return i / scale
     if mode == "tf_half_pixel_for_nn":

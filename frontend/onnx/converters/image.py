@@ -21,7 +21,10 @@ def _resize(cx, x, out_spatial, method, coord, rounding, cubic_a=-0.75, exclude=
             roi=None):
     nsp = cx.rank(x) - 2
     layout = layout_for(cx, nsp)
-    attrs = dict(size=tuple(out_spatial), layout=layout, method=method,
+    out_spatial, scales = out_spatial
+    if coord == "tf_crop_and_resize":
+        scales = None   # ONNX maps it by the roi and the sizes alone
+    attrs = dict(size=tuple(out_spatial), layout=layout, method=method, scales=scales,
                  coordinate_transformation_mode=coord, rounding_method=rounding if method == "nearest_neighbor" else "",
                  cubic_alpha=cubic_a, cubic_exclude=exclude, extrapolation_value=extrapolation)
     if roi is not None:
@@ -41,16 +44,16 @@ def _spatial_sizes(cx, node, x, scales):
 
 
 def _spatial(cx, xs, out, scales):
-    """The spatial part of the output size.  ONNX maps coordinates with the
-    scale it was given, relay's resize with output / input: they agree only
-    when the scale divides evenly."""
+    """(the spatial output size, the scales its coordinates use or None).
+    ONNX maps coordinates with the scale it was given, relay's resize by
+    default with output / input; where they differ (a scale that does not
+    divide the size evenly: 0.8 of 4 gives 3) the op gets the given scales."""
     if tuple(out[:2]) != tuple(xs[:2]):
         raise cx.unsupported("resizing the batch or channel axis")
-    for d, s, o in zip(xs[2:], scales[2:], out[2:]):
-        if s is not None and d and abs(o / d - s) > 1e-6 * s:
-            raise cx.unsupported(f"scale {s:g} of a size-{d} axis (relay resizes by the output/input "
-                                 f"ratio, {o}/{d})")
-    return list(out[2:])
+    uneven = any(s is not None and d and abs(o / d - s) > 1e-6 * s
+                 for d, s, o in zip(xs[2:], scales[2:], out[2:]))
+    given = tuple(float(s) if s is not None else o / d for d, s, o in zip(xs[2:], scales[2:], out[2:]))
+    return list(out[2:]), (given if uneven else None)
 
 
 @converter("Upsample", 7)
@@ -89,8 +92,6 @@ def resize(cx, node):
         raise cx.error(f"unknown coordinate_transformation_mode '{coord}'")
     if rounding not in _ROUNDING:
         raise cx.error(f"unknown nearest_mode '{rounding}'")
-    if coord == "half_pixel_symmetric":
-        raise cx.unsupported("coordinate_transformation_mode 'half_pixel_symmetric'")
     if node.attr("antialias", 0):
         raise cx.unsupported("antialias = 1")
     xs = cx.static_shape(x)
