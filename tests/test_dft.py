@@ -47,3 +47,26 @@ def test_one_sided_forward_and_inverse():
     got = run_dft(half, axis=2, inverse=True, onesided=True)
     np.testing.assert_allclose(got[..., 0], torch.fft.irfft(spectrum, n=2 * (half.shape[2] - 1), dim=2).numpy(),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_onnx_stft_matches_torch_stft():
+    """ONNX STFT (frames by one take, a window, a one-sided dft) against
+    torch.stft without centring."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from tvmd.frontend.onnx import from_onnx
+    length, step, n = 16, 6, 64
+    window = np.hanning(length).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("STFT", ["x", "step", "window"], ["y"], onesided=1)], "stft",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, n, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("step", TensorProto.INT64, [], [step]),
+         helper.make_tensor("window", TensorProto.FLOAT, [length], window.tolist())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = RNG.standard_normal((2, n, 1)).astype(np.float32)
+    got = build(from_onnx(model)[0], fallback=True).run(x)
+    want = torch.stft(torch.from_numpy(x[..., 0]), n_fft=length, hop_length=step, win_length=length,
+                      window=torch.from_numpy(window), center=False, onesided=True, return_complex=True)
+    np.testing.assert_allclose(got, as_pair(want.transpose(1, 2)), rtol=1e-4, atol=1e-4)

@@ -207,3 +207,29 @@ def col2im(cx, node):
     return cx.op("col2im", node.input(0), image_shape=image, block_shape=block,
                  strides=node.attr("strides", []) or None, pads=node.attr("pads", []) or None,
                  dilations=node.attr("dilations", []) or None)
+
+
+@converter("STFT", 17)
+def stft(cx, node):
+    """Frames taken with one take (an index matrix known at import), times
+    the window, then a dft along the frame axis: (batch, frames, bins, 2)."""
+    import numpy as np
+    x, window = node.input(0), node.input(2)
+    shape = cx.static_shape(x, "signal")
+    if len(shape) != 3 or shape[2] not in (1, 2):
+        raise cx.error(f"expects a signal (batch, length, 1 or 2), got {cx.ttype(x)}")
+    step = int(cx.static_scalar(node.input(1), "frame_step"))
+    if node.input(3) is not None:
+        length = int(cx.static_scalar(node.input(3), "frame_length"))
+    elif window is not None:
+        length = cx.static_shape(window, "window")[0]
+    else:
+        length = shape[1]
+    if step < 1 or not 1 <= length <= shape[1]:
+        raise cx.error(f"frame_step {step} and frame_length {length} do not fit a signal of {shape[1]}")
+    frames = (shape[1] - length) // step + 1
+    idx = (np.arange(frames)[:, None] * step + np.arange(length)[None, :]).astype(np.int64)
+    y = cx.op("take", x, cx.const(idx), axis=1)                 # batch, frames, length, c
+    if window is not None:
+        y = cx.op("multiply", y, cx.op("reshape", cx.cast(window, cx.dtype(x)), newshape=[length, 1]))
+    return cx.op("dft", y, axis=2, onesided=bool(node.attr("onesided", 1)))
