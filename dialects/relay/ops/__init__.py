@@ -15,6 +15,7 @@
     grid_sample  image.grid_sample (ONNX GridSample)
     signal     dft (ONNX DFT)
     linalg     det, col2im (ONNX Det, Col2Im)
+    pool_argmax  nn.max_pool_argmax (ONNX MaxPool's Indices)
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
     loop       counted loops: carried values, stacked per-step outputs
@@ -24,5 +25,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, signal, linalg, qnn)
+               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -222,12 +222,16 @@ def _pool_common(cx, node, x):
 @converter("MaxPool", 1)
 def max_pool(cx, node):
     x = node.input(0)
-    if node.wants_output(1):
-        raise cx.unsupported("the Indices output of MaxPool")
-    if node.attr("storage_order", 0):
-        raise cx.unsupported("storage_order = 1")
+    order = node.attr("storage_order", 0)
     nsp, attrs = _pool_common(cx, node, x)
-    return _ceil_crop(cx, x, cx.op(f"nn.max_pool{_DIMS[nsp]}", x, **attrs), attrs)
+    y = _ceil_crop(cx, x, cx.op(f"nn.max_pool{_DIMS[nsp]}", x, **attrs), attrs)
+    if not node.wants_output(1):
+        return y
+    if attrs["ceil_mode"]:
+        raise cx.unsupported("the Indices output of MaxPool with ceil_mode")
+    idx = cx.op("nn.max_pool_argmax", x, pool_size=attrs["pool_size"], strides=attrs["strides"],
+                padding=attrs["padding"], dilation=attrs.get("dilation"), storage_order=order)
+    return [y, idx]
 
 
 @converter("AveragePool", 1)
@@ -333,3 +337,31 @@ def dropout(cx, node):
 def lrn(cx, node):
     return cx.op("nn.lrn", node.input(0), size=node.attr("size"), axis=1, alpha=node.attr("alpha", 1e-4),
                  beta=node.attr("beta", 0.75), bias=node.attr("bias", 1.0))
+
+
+@converter("MaxUnpool", 9)
+def max_unpool(cx, node):
+    """Zeros of the output's size with X scattered to the flat indices I
+    (MaxPool's Indices: positions in the whole input tensor, row-major)."""
+    import numpy as np
+    x, ind = node.input(0), node.input(1)
+    xs = cx.static_shape(x)
+    nsp = len(xs) - 2
+    kernel = list(node.attr("kernel_shape", []))
+    if len(kernel) != nsp:
+        raise cx.error(f"kernel_shape needs {nsp} values, got {kernel}")
+    strides = list(node.attr("strides", [])) or [1] * nsp
+    pads = list(node.attr("pads", [])) or [0] * (2 * nsp)
+    default = list(xs[:2]) + [(xs[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + nsp]
+                              for i in range(nsp)]
+    out = [int(v) for v in cx.static_ints(node.input(2), "output_shape")] if node.input(2) is not None else default
+    if len(out) != len(xs) or out[:2] != list(xs[:2]) or any(o < d for o, d in zip(out, default)):
+        raise cx.error(f"output_shape {out} does not fit an input of shape {list(xs)} (at least {default})")
+    from ....ir import types as T
+    flat = cx.op("zeros", shape=[int(np.prod(default))], dtype=cx.dtype(x))
+    y = cx.op("scatter_elements", flat, cx.cast(cx.op("reshape", ind, newshape=[-1]), T.i64),
+              cx.op("reshape", x, newshape=[-1]), axis=0)
+    y = cx.op("reshape", y, newshape=default)
+    if out != default:   # the indices count in the default shape; a larger output is padded at the ends
+        y = cx.op("nn.pad", y, pad_width=[[0, o - d] for o, d in zip(out, default)], pad_value=0.0)
+    return y
