@@ -202,3 +202,29 @@ def non_max_suppression(cx, node):
     bounds = [b if b is not None else defaults[i] for i, b in enumerate(bounds)]
     return cx.op("dyn.non_max_suppression", node.input(0), node.input(1), *bounds,
                  center_point_box=node.attr("center_point_box", 0))
+
+
+@converter("TensorScatter", 24)
+def tensor_scatter(cx, node):
+    """The update written into the cache at each sample's write index along
+    `axis` (modulo the cache length in circular mode): one scatter_elements
+    whose indices are write_index[b] + t, broadcast over the update."""
+    import numpy as np
+    cache, update, where = node.input(0), node.input(1), node.input(2)
+    cs, us = cx.static_shape(cache, "past_cache"), cx.static_shape(update, "update")
+    r = len(cs)
+    axis = norm_axis(cx, node.attr("axis", -2), r)
+    mode = node.attr("mode", "linear")
+    if axis == 0 or mode not in ("linear", "circular"):
+        raise cx.error(f"axis must not be the batch axis and mode is linear or circular, got {axis}, '{mode}'")
+    if len(us) != r or any(u != c for i, (u, c) in enumerate(zip(us, cs)) if i != axis) or us[axis] > cs[axis]:
+        raise cx.error(f"update {list(us)} does not fit the cache {list(cs)} along axis {axis}")
+    steps = np.arange(us[axis], dtype=np.int64).reshape([-1 if i == axis else 1 for i in range(r)])
+    idx = cx.const(steps)
+    if where is not None:
+        start = cx.op("reshape", cx.cast(where, T.i64), newshape=[cs[0]] + [1] * (r - 1))
+        idx = cx.op("add", idx, start)
+    if mode == "circular":
+        idx = cx.op("floor_mod", idx, cx.const(np.int64(cs[axis])))
+    idx = cx.op("broadcast_to", idx, shape=list(us))
+    return cx.op("scatter_elements", cache, idx, update, axis=axis)
