@@ -16,6 +16,7 @@
     signal     dft (ONNX DFT)
     linalg     det, col2im (ONNX Det, Col2Im)
     pool_argmax  nn.max_pool_argmax (ONNX MaxPool's Indices)
+    roi_align  vision.roi_align (ONNX RoiAlign)
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
     loop       counted loops: carried values, stacked per-step outputs
@@ -25,5 +26,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, qnn)
+               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -147,3 +147,20 @@ def grid_sample(cx, node):
         raise cx.error(f"unknown padding_mode '{pad}'")
     return cx.op("image.grid_sample", node.input(0), node.input(1), method=method, padding_mode=pad,
                  align_corners=bool(node.attr("align_corners", 0)))
+
+
+@converter("RoiAlign", 10)
+def roi_align(cx, node):
+    """vision.roi_align; opset 16 added coordinate_transformation_mode
+    (half_pixel by default; opset 10's behaviour is output_half_pixel)."""
+    default = "half_pixel" if node.version >= 16 else "output_half_pixel"
+    coord = node.attr("coordinate_transformation_mode", default)
+    if coord not in ("half_pixel", "output_half_pixel"):
+        raise cx.error(f"unknown coordinate_transformation_mode '{coord}'")
+    mode = node.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        raise cx.error(f"unknown mode '{mode}'")
+    return cx.op("vision.roi_align", node.input(0), node.input(1), node.input(2),
+                 pooled_size=[node.attr("output_height", 1), node.attr("output_width", 1)],
+                 spatial_scale=float(node.attr("spatial_scale", 1.0)), sample_ratio=node.attr("sampling_ratio", 0),
+                 mode=mode, half_pixel=coord == "half_pixel")
