@@ -145,6 +145,7 @@ def _sample_types():
     s.update({
         "clip": ([((2, 3), f)], {"a_min": -1.0, "a_max": 1.0}),
         "cast": ([((2, 3), f)], {"dtype": "int32"}),
+        "reinterpret": ([((2, 3), f)], {"dtype": "int32"}),
         "cast_like": ([((2, 3), f), ((1,), np.int8)], {}),
         "nn.leaky_relu": ([((2, 3), f)], {}), "nn.gelu": ([((2, 3), f)], {}),
         "nn.prelu": ([x4, c], {}), "where": ([((2, 1), np.bool_), ((3,), f), ((2, 3), f)], {}),
