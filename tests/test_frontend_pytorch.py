@@ -252,7 +252,7 @@ def test_torchvision_models_match_torch(name):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         w = w.numpy()
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=RTOL * float(np.abs(w).max()) * 10)
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=RTOL * float(np.abs(w).max()))
 
 
 def transformers_model(name):
@@ -284,4 +284,4 @@ def test_transformers_models_match_torch(name):
     mod, _ = from_pytorch(ep)
     got = run(mod, *[v.numpy() for v in inputs.values()])[0]
     w = want.numpy()
-    np.testing.assert_allclose(got, w, rtol=RTOL, atol=RTOL * float(np.abs(w).max()) * 10)
+    np.testing.assert_allclose(got, w, rtol=RTOL, atol=RTOL * float(np.abs(w).max()))
