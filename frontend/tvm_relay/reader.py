@@ -467,11 +467,8 @@ class _Writer:
         shape = "x".join(str(d) for d in arr.shape)
         ty = f"tensor<{shape + 'x' if shape else ''}{dt}>"
         if arr.size <= 16:
-            vals = arr.tolist()
-            body = json.dumps(vals).replace("true", "true").replace("false", "false") if arr.ndim else \
-                (("true" if vals else "false") if arr.dtype == bool else repr(vals))
-            if arr.dtype == bool and arr.ndim:
-                body = json.dumps(vals)
+            vals = arr.tolist()   # json writes lists (bools as true / false); a scalar is written alone
+            body = json.dumps(vals) if arr.ndim else ("true" if vals else "false") if arr.dtype == bool else repr(vals)
             return self.op(f"constant dense<{body}> : {ty}", node, hint)
         name = re.sub(r"[^A-Za-z0-9_]", "_", key or hint or "c")
         while name in self.resources:
