@@ -117,7 +117,10 @@ def test_requantize_within_one_lsb_of_the_float_formula(case):
         (x.astype(np.float64) - ax(params["z_in"]))
     lo, hi = Q.qrange(attrs["out_dtype"])
     want = np.clip(np.round(real), lo, hi)
-    assert np.max(np.abs(got.astype(np.float64) - want)) <= 1
+    # float32 compute rounds three times (multiplier, product, zero-point add), each
+    # within half an ulp of the value: at |real| ~ 1e7 that alone is a unit or more.
+    tol = 1 + (np.abs(real) * 4 * 2.0 ** -24 if attrs["compute_dtype"] == "float32" else 0)
+    assert np.all(np.abs(got.astype(np.float64) - want) <= tol)
 
 
 def test_requantize_text_round_trip_and_defaults():
