@@ -303,7 +303,8 @@ def print_dense(attr: DenseAttr, resource_key: str | None = None) -> str:
         return f"dense_resource<{resource_key}>"
     a = attr.array
     kind = a.dtype.kind
-    is_float, is_bool = kind == "f", kind == "b"
+    # ml_dtypes' float8 dtypes are kind "V"; their values are exact doubles
+    is_float, is_bool = kind == "f" or a.dtype.name.startswith("float8"), kind == "b"
     if a.size == 0:
         return "dense<[]>"
     if attr.is_splat():

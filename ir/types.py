@@ -5,6 +5,7 @@ Text forms (MLIR's)::
     i1 i8 i16 i32 i64     signless integers (i1 is a boolean)
     ui8 ui16 ui32 ui64    unsigned integers
     f16 bf16 f32 f64      floats
+    f8E4M3FN f8E4M3FNUZ f8E5M2 f8E5M2FNUZ   8-bit floats (ir/minifloat.py)
     index                 loop and address arithmetic
     tensor<1x3x?xf32>     ranked tensor, ``?`` a dynamic dimension; ``tensor<f32>`` a scalar
     memref<64x64xf32>     a buffer; ``memref<64xf32, "shared">`` in a memory scope
@@ -112,7 +113,8 @@ class IntegerType(Type):
 class FloatType(Type):
     __slots__ = ("kind", "width")
 
-    _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+    _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64,
+              "f8E4M3FN": 8, "f8E4M3FNUZ": 8, "f8E5M2": 8, "f8E5M2FNUZ": 8}
 
     def __new__(cls, kind: str):
         if kind not in cls._WIDTH:
@@ -288,6 +290,11 @@ def is_float(t: Type) -> bool:
     return isinstance(t, FloatType)
 
 
+def is_f8(t: Type) -> bool:
+    """One of the 8-bit float types (ir/minifloat.py): stored as a byte, computed in f32."""
+    return isinstance(t, FloatType) and t.width == 8
+
+
 def is_int(t: Type) -> bool:
     return isinstance(t, (IntegerType, IndexType))
 
@@ -383,6 +390,12 @@ def float_range_error(v: float, t: Type):
     kind = t.kind
     if kind == "f64":
         return None
+    if is_f8(t):
+        import numpy as np
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.isfinite(np.float32(np.array(v, np.float64).astype(to_numpy_dtype(t)))):
+                return None
+        return f"float constant {v!r} overflows {t} (its largest finite value is {_f8_max(t)!r})"
     if kind == "bf16":
         if abs(v) < _BF16_INF:
             return None
@@ -395,9 +408,14 @@ def float_range_error(v: float, t: Type):
     return f"float constant {v!r} overflows {t} (write inf for infinity)"
 
 
+def _f8_max(t):
+    from .minifloat import format_of
+    return format_of(t).max_value
+
+
 def storage_type_error(t: Type):
     """None if constants of scalar type `t` can be stored, else why not."""
-    if str(t) in _NP or str(t) == "bf16":
+    if str(t) in _NP or str(t) == "bf16" or is_f8(t):
         return None
     return f"constants of type {t} are not supported (no storage type; use i1, i8, i16, i32, i64 or ui8..ui64)"
 
@@ -418,13 +436,19 @@ _FROM_NP = {
     "uint64": IntegerType(64, True), "float16": f16, "float32": f32, "float64": f64,
 }
 # TVM's dtype names, accepted wherever a user gives a dtype string.
+_F8_FROM_NP = {"float8_e4m3fn": FloatType("f8E4M3FN"), "float8_e4m3fnuz": FloatType("f8E4M3FNUZ"),
+               "float8_e5m2": FloatType("f8E5M2"), "float8_e5m2fnuz": FloatType("f8E5M2FNUZ")}
 _TVM_DTYPES = dict(_FROM_NP)
+_TVM_DTYPES.update(_F8_FROM_NP)
 _TVM_DTYPES.update({"bfloat16": bf16})
 
 
 def to_numpy_dtype(t: Type):
     import numpy as np
     name = _NP.get(str(t))
+    if name is None and is_f8(t):
+        from .minifloat import format_of
+        return format_of(t).numpy_dtype()
     if name is None:
         raise TypeError(f"type {t} has no numpy dtype")
     return np.dtype(name)
@@ -447,6 +471,8 @@ def storage_numpy_dtype(t: Type):
 def from_numpy_dtype(dtype) -> Type:
     t = _FROM_NP.get(str(dtype))
     if t is None:
+        t = _F8_FROM_NP.get(str(dtype))
+    if t is None:
         raise TypeError(f"numpy dtype {dtype} has no tvmd type")
     return t
 
@@ -461,12 +487,14 @@ def from_dtype_name(name: str) -> Type:
 
 def tvm_dtype_name(t: Type) -> str:
     """The TVM spelling of a scalar type, for names and messages."""
+    if is_f8(t):
+        return {v: k for k, v in _F8_FROM_NP.items()}[t]
     return {"i1": "bool"}.get(str(t), _NP.get(str(t), str(t)))
 
 
 # -- parsing from text --------------------------------------------------------
 
-_SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|index|none")
+_SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|f8E4M3FNUZ|f8E4M3FN|f8E5M2FNUZ|f8E5M2|index|none")
 _parse_cache: dict[str, Type] = {}
 
 # Dialect types that are more than opaque text: "relay.adt" -> parser(p),

@@ -49,10 +49,12 @@ from llvmlite import ir
 
 from ...dialects.arith import ops as A
 from ...dialects.tir import ops as tir
+from ...ir import minifloat
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from .. import abi
 from ..names import comment_text, llvm_symbols
+from . import minifloat as mf_llvm
 from .intrinsics import DOT_INSTRUCTIONS, LLVM_INTRINSIC, dot_accumulate, emit_intrinsic, intrinsic
 from .irutil import I32, I64, PTR, VOID, BFloatType, alloca, c64, declare, loop_metadata
 from .parallel import WORKER_TYPE, free_values, parallel_for
@@ -76,6 +78,8 @@ def llvm_type(t):
         return I64
     if isinstance(t, T.IntegerType):
         return ir.IntType(t.width)
+    if T.is_f8(t):
+        return ir.IntType(8)   # the bits; arithmetic in f32 (backend/llvm/minifloat.py)
     if isinstance(t, T.FloatType):
         return {"f16": ir.HalfType(), "bf16": BFloatType(), "f32": ir.FloatType(), "f64": ir.DoubleType()}[t.kind]
     if isinstance(t, T.VectorType):
@@ -262,7 +266,10 @@ class FuncCodegen:
         t = op.results[0].type
         val = op.attributes["value"]
         lt = llvm_type(t)
-        if isinstance(lt, ir.IntType):
+        if T.is_f8(T.element_type(t)):
+            import numpy as np
+            val = int(np.array(float(val), np.float32).astype(T.to_numpy_dtype(T.element_type(t))).view(np.uint8))
+        elif isinstance(lt, ir.IntType):
             val = int(val)
             if lt.width == 1:
                 val = 1 if val else 0
@@ -307,6 +314,12 @@ class FuncCodegen:
             return
         args = [self.v(x) for x in op.operands]
         rt = r.type
+        if cls in _BF16_PROMOTED and any(T.is_f8(T.element_type(x.type)) for x in op.operands):
+            # 8-bit floats: computed in f32, rounded back
+            f32s = [self.f8_decode(a, x.type) for x, a in zip(op.operands, args)]
+            out = self.arith_values(op, f32s, T.f32)
+            self.values[r] = self.f8_encode(out, rt) if T.is_f8(T.element_type(rt)) else out
+            return
         if cls in _BF16_PROMOTED and any(T.element_type(x.type) is T.bf16 for x in op.operands):
             # bf16 arithmetic in f32, rounded back (LLVM's own promotion ends
             # in a __truncsfbf2 call the JIT lacks on CPUs without AVX512-BF16)
@@ -435,6 +448,9 @@ class FuncCodegen:
             return b.zext(x, dst_t) if zero_ext else b.sext(x, dst_t)
         if cls is A.BitcastOp:
             return b.bitcast(x, dst_t)
+        dst = T.element_type(op.results[0].type)
+        if T.is_f8(src) or T.is_f8(dst):
+            return self.f8_cast(cls, x, src, dst, dst_t)
         if cls is A.SIToFPOp and (src is T.i1 or getattr(src, "unsigned", False)):
             cls = A.UIToFPOp   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
         if cls is A.TruncFOp and T.element_type(op.results[0].type) is T.bf16:
@@ -444,6 +460,42 @@ class FuncCodegen:
         if conv is None:
             raise self.error(op, "cannot be compiled to LLVM")
         return conv(x, dst_t)
+
+    def f8_decode(self, v, t):
+        """`v` of tir type `t` as f32 if `t` is an 8-bit float, else `v`."""
+        fmt = minifloat.format_of(T.element_type(t))
+        return mf_llvm.decode(self.b, v, fmt) if fmt else v
+
+    def f8_encode(self, v, t):
+        """f32 or f64 `v` rounded to the 8-bit float type `t`."""
+        return mf_llvm.encode(self.b, v, minifloat.format_of(T.element_type(t)), self.m)
+
+    def f8_cast(self, cls, x, src, dst, dst_t):
+        """A cast from or to an 8-bit float, through f32 (f64 from f64 and
+        integers, so that the one rounding is to the 8-bit format)."""
+        b = self.b
+        vec = isinstance(x.type, ir.VectorType)
+
+        def ty(t):
+            return ir.VectorType(t, x.type.count) if vec else t
+        if T.is_f8(src):
+            x, src = self.f8_decode(x, src), T.f32
+            if T.is_f8(dst):
+                return self.f8_encode(x, dst)
+            if T.is_float(dst):
+                if dst is T.bf16:
+                    return self.truncf_bf16(x, dst_t)
+                return x if dst is T.f32 else (b.fpext(x, dst_t) if dst is T.f64 else b.fptrunc(x, dst_t))
+            unsigned = cls is A.FPToUIOp
+            return b.fptoui(x, dst_t) if unsigned else b.fptosi(x, dst_t)
+        if T.is_float(src):
+            if src is not T.f64 and src is not T.f32:
+                x = b.fpext(x, ty(ir.FloatType()))
+        elif src is T.i1 or getattr(src, "unsigned", False) or cls is A.UIToFPOp:
+            x = b.uitofp(x, ty(ir.DoubleType()))
+        else:
+            x = b.sitofp(x, ty(ir.DoubleType()))
+        return self.f8_encode(x, dst)
 
     def truncf_bf16(self, x, dst_t):
         """f32 (or f64, through f32) to bf16, rounded to nearest even in

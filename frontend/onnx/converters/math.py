@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ....ir import minifloat
 from ....ir import types as T
 from ..registry import converter
 from .common import legacy_broadcast, onnx_dtype
@@ -154,7 +155,22 @@ def cast(cx, node):
             to = TensorProto.DataType.Value(to.upper())
         except ValueError:
             raise cx.error(f"'to' names an unknown element type '{to}'") from None
-    return cx.cast(node.input(0), onnx_dtype(cx, to, "cast to"))
+    return cast_saturating(cx, node, node.input(0), onnx_dtype(cx, to, "cast to"))
+
+
+def cast_saturating(cx, node, x, to):
+    """`x` cast to `to`; to an 8-bit float with ``saturate`` (opset 19,
+    default 1), a value beyond the largest finite one (inf included)
+    becomes that value, NaN staying NaN; without it, inf or NaN (the
+    format's rounding, ir/minifloat.py)."""
+    fmt = minifloat.format_of(to)
+    if fmt is not None and node.version >= 19 and node.attr("saturate", 1) and cx.dtype(x) is not to:
+        if not T.is_float(cx.dtype(x)):
+            x = cx.cast(x, T.f32)    # exact up to 2^24, and larger integers saturate anyway
+        src = minifloat.format_of(cx.dtype(x))
+        if src is None or src.max_value > fmt.max_value:
+            x = cx.op("clip", x, a_min=-fmt.max_value, a_max=fmt.max_value)
+    return cx.cast(x, to)
 
 
 @converter("BitCast", 26)
@@ -165,7 +181,7 @@ def bit_cast(cx, node):
 
 @converter("CastLike", 15)
 def cast_like(cx, node):
-    return cx.cast(node.input(0), cx.dtype(node.input(1)))
+    return cast_saturating(cx, node, node.input(0), cx.dtype(node.input(1)))
 
 
 @converter("Where", 9)

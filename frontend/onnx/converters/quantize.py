@@ -3,7 +3,8 @@ QLinearConv, MatMulInteger, ConvInteger -> relay's qnn ops.
 
 Relay's qnn ops take f32 scales and i32 zero points as operands (scalars,
 or vectors along `axis` for per-channel parameters); ONNX's are cast to
-those.  The QLinear ops multiply exactly in integers (qnn.dense,
+those.  To and from float8 (a float8 zero point) is plain f32 arithmetic
+and a cast, saturating as QuantizeLinear's ``saturate`` says.  The QLinear ops multiply exactly in integers (qnn.dense,
 qnn.batch_matmul, qnn.conv2d), then rescale as ONNX defines it: the
 accumulator times a_scale * b_scale / y_scale in floating point, rounded
 half to even by qnn.quantize (qnn.requantize rounds halves up or away from
@@ -36,6 +37,19 @@ def _axis(cx, node, x, params):
     return norm_axis(cx, node.attr("axis", 1), cx.rank(x))
 
 
+def _float(cx, x):
+    return x if cx.dtype(x) is T.f32 else cx.cast(x, T.f32)
+
+
+def _along_axis(cx, node, x, p, params):
+    """Parameter `p` (a scalar, or a vector along the per-channel axis)
+    shaped to broadcast against `x` (the float8 forms, plain arithmetic)."""
+    axis = _axis(cx, node, x, params)
+    if axis < 0:
+        return cx.op("reshape", p, newshape=()) if cx.rank(p) else p
+    return cx.op("expand_dims", p, axis=1, num_newaxis=cx.rank(x) - axis - 1) if axis < cx.rank(x) - 1 else p
+
+
 def _no_blocks(cx, node):
     if node.attr("block_size", 0):
         raise cx.unsupported("blocked quantization (block_size)")
@@ -54,6 +68,12 @@ def quantize_linear(cx, node):
             raise cx.unsupported(f"output_dtype {onnx_type_name(node.attr('output_dtype'))}")
     else:
         out = T.u8
+    if T.is_f8(out):
+        from .math import cast_saturating
+        y = cx.op("divide", _float(cx, x), _along_axis(cx, node, x, _scale(cx, s), (s, z)))
+        if z is not None:
+            y = cx.op("add", y, _along_axis(cx, node, x, cx.cast(z, T.f32), (s, z)))
+        return cast_saturating(cx, node, y, out)
     name = T.tvm_dtype_name(out)
     if name not in _QUANT_OUT:
         raise cx.unsupported(f"quantizing to {name}")
@@ -71,6 +91,11 @@ def dequantize_linear(cx, node):
     if node.attr("output_dtype"):
         from .common import onnx_dtype
         out = onnx_dtype(cx, node.attr("output_dtype"), "output_dtype")
+    if T.is_f8(cx.dtype(x)):
+        y = cx.cast(x, T.f32)
+        if z is not None:
+            y = cx.op("subtract", y, _along_axis(cx, node, x, cx.cast(z, T.f32), (s, z)))
+        return cx.cast(cx.op("multiply", y, _along_axis(cx, node, x, _scale(cx, s), (s, z))), out)
     return cx.op("qnn.dequantize", x, _scale(cx, s), _zero_point(cx, z), axis=_axis(cx, node, x, (s, z)),
                  out_dtype=T.tvm_dtype_name(out))
 
