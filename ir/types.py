@@ -415,7 +415,7 @@ def _f8_max(t):
 
 def storage_type_error(t: Type):
     """None if constants of scalar type `t` can be stored, else why not."""
-    if str(t) in _NP or str(t) == "bf16" or is_f8(t):
+    if str(t) in _NP or str(t) == "bf16" or is_f8(t) or str(t) in _SUBBYTE:
         return None
     return f"constants of type {t} are not supported (no storage type; use i1, i8, i16, i32, i64 or ui8..ui64)"
 
@@ -438,8 +438,14 @@ _FROM_NP = {
 # TVM's dtype names, accepted wherever a user gives a dtype string.
 _F8_FROM_NP = {"float8_e4m3fn": FloatType("f8E4M3FN"), "float8_e4m3fnuz": FloatType("f8E4M3FNUZ"),
                "float8_e5m2": FloatType("f8E5M2"), "float8_e5m2fnuz": FloatType("f8E5M2FNUZ")}
+# 4- and 2-bit integers: a byte per element, the value in its low bits
+# (ml_dtypes' layout; ONNX packs them two or four to a byte in its files)
+_SUBBYTE = {"i4": "int4", "ui4": "uint4", "i2": "int2", "ui2": "uint2"}
+_SUBBYTE_FROM_NP = {"int4": IntegerType(4), "uint4": IntegerType(4, True), "int2": IntegerType(2),
+                    "uint2": IntegerType(2, True)}
 _TVM_DTYPES = dict(_FROM_NP)
 _TVM_DTYPES.update(_F8_FROM_NP)
+_TVM_DTYPES.update(_SUBBYTE_FROM_NP)
 _TVM_DTYPES.update({"bfloat16": bf16})
 
 
@@ -449,6 +455,9 @@ def to_numpy_dtype(t: Type):
     if name is None and is_f8(t):
         from .minifloat import format_of
         return format_of(t).numpy_dtype()
+    if name is None and str(t) in _SUBBYTE:
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, _SUBBYTE[str(t)]))
     if name is None:
         raise TypeError(f"type {t} has no numpy dtype")
     return np.dtype(name)
@@ -471,7 +480,7 @@ def storage_numpy_dtype(t: Type):
 def from_numpy_dtype(dtype) -> Type:
     t = _FROM_NP.get(str(dtype))
     if t is None:
-        t = _F8_FROM_NP.get(str(dtype))
+        t = _F8_FROM_NP.get(str(dtype)) or _SUBBYTE_FROM_NP.get(str(dtype))
     if t is None:
         raise TypeError(f"numpy dtype {dtype} has no tvmd type")
     return t
@@ -489,6 +498,8 @@ def tvm_dtype_name(t: Type) -> str:
     """The TVM spelling of a scalar type, for names and messages."""
     if is_f8(t):
         return {v: k for k, v in _F8_FROM_NP.items()}[t]
+    if str(t) in _SUBBYTE:
+        return _SUBBYTE[str(t)]
     return {"i1": "bool"}.get(str(t), _NP.get(str(t), str(t)))
 
 

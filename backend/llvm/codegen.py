@@ -89,6 +89,16 @@ def llvm_type(t):
     raise TypeError(f"no LLVM type for {t}")
 
 
+def mem_type(t):
+    """The LLVM type of a tir scalar or vector type in memory: a byte per
+    element for the integers narrower than one (i1, i2, i4: LLVM packs
+    their vectors bit by bit), the value type otherwise."""
+    et = T.element_type(t)
+    if isinstance(et, T.IntegerType) and et.width < 8:
+        return ir.VectorType(ir.IntType(8), t.lanes) if isinstance(t, T.VectorType) else ir.IntType(8)
+    return llvm_type(t)
+
+
 def elem_size(t) -> int:
     """Bytes per element of a scalar tir type."""
     if t is T.index:
@@ -455,11 +465,29 @@ class FuncCodegen:
             cls = A.UIToFPOp   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
         if cls is A.TruncFOp and T.element_type(op.results[0].type) is T.bf16:
             return self.truncf_bf16(x, dst_t)
+        if cls in (A.FPToSIOp, A.FPToUIOp) and isinstance(dst, T.IntegerType) and 1 < dst.width < 8:
+            return self.fptoi_narrow(x, dst, dst_t)
         conv = {A.SIToFPOp: b.sitofp, A.UIToFPOp: b.uitofp, A.FPToSIOp: b.fptosi,
                 A.FPToUIOp: b.fptoui, A.ExtFOp: b.fpext, A.TruncFOp: b.fptrunc}.get(cls)
         if conv is None:
             raise self.error(op, "cannot be compiled to LLVM")
         return conv(x, dst_t)
+
+    def fptoi_narrow(self, x, dst, dst_t):
+        """A float to an i2 / i4 (ui2 / ui4): truncated toward zero, and 0
+        when that is out of the type's range or x is NaN (ml_dtypes', so the
+        interpreter's and ONNX's reference; LLVM's fptosi would be poison)."""
+        b = self.b
+        vec = isinstance(x.type, ir.VectorType)
+        t = ir.VectorType(I32, x.type.count) if vec else I32
+        lo, hi = (0, (1 << dst.width) - 1) if dst.unsigned else (-(1 << (dst.width - 1)), (1 << (dst.width - 1)) - 1)
+        if isinstance(x.type.element if vec else x.type, (ir.HalfType, BFloatType)):
+            x = b.fpext(x, ir.VectorType(ir.FloatType(), x.type.count) if vec else ir.FloatType())
+        ft = x.type
+        tr = b.call(intrinsic(self.m, "llvm.trunc", ft), [x])
+        ok = b.and_(b.fcmp_ordered(">=", tr, self._splat(x, float(lo))), b.fcmp_ordered("<=", tr, self._splat(x, float(hi))))
+        safe = b.select(ok, tr, self._splat(x, 0.0))
+        return b.trunc(b.fptosi(safe, t), dst_t)
 
     def f8_decode(self, v, t):
         """`v` of tir type `t` as f32 if `t` is an 8-bit float, else `v`."""
@@ -486,6 +514,8 @@ class FuncCodegen:
                 if dst is T.bf16:
                     return self.truncf_bf16(x, dst_t)
                 return x if dst is T.f32 else (b.fpext(x, dst_t) if dst is T.f64 else b.fptrunc(x, dst_t))
+            if isinstance(dst, T.IntegerType) and 1 < dst.width < 8:
+                return self.fptoi_narrow(x, dst, dst_t)
             unsigned = cls is A.FPToUIOp
             return b.fptoui(x, dst_t) if unsigned else b.fptosi(x, dst_t)
         if T.is_float(src):
@@ -538,7 +568,7 @@ class FuncCodegen:
             m.flags.append("nsw")
             lin = b.add(m, i)
             lin.flags.append("nsw")
-        et = llvm_type(buf.type.element_type)
+        et = mem_type(buf.type.element_type)
         return b.gep(self.v(buf), [lin], inbounds=inbounds, source_etype=et)
 
     def op_tir_load(self, op):
@@ -546,26 +576,29 @@ class FuncCodegen:
         ptr = self.address(buf, idx)
         t = op.results[0].type
         align = elem_size(buf.type.element_type)
-        if isinstance(t, T.VectorType) and t.element_type is T.i1:
-            # <N x i1> in memory is N packed bits; a bool buffer holds a byte per element
-            wide = self.b.load(ptr, typ=ir.VectorType(ir.IntType(8), t.lanes), align=align)
-            self.values[op.results[0]] = self.b.icmp_unsigned("!=", wide, self._splat(wide, 0))
+        mt, vt = mem_type(t), llvm_type(t)
+        if mt != vt:
+            # a byte per element (mem_type): a bool is non-zero; an i2 / i4 its low bits
+            wide = self.b.load(ptr, typ=mt, align=align)
+            self.values[op.results[0]] = (self.b.icmp_unsigned("!=", wide, self._splat(wide, 0))
+                                          if T.element_type(t) is T.i1 else self.b.trunc(wide, vt))
             return
-        self.values[op.results[0]] = self.b.load(ptr, typ=llvm_type(t), align=align)
+        self.values[op.results[0]] = self.b.load(ptr, typ=vt, align=align)
 
     def op_tir_store(self, op):
         val, buf, *idx = op.operands
         ptr = self.address(buf, idx)
         v = self.v(val)
-        if isinstance(val.type, T.VectorType) and val.type.element_type is T.i1:
-            v = self.b.zext(v, ir.VectorType(ir.IntType(8), val.type.lanes))   # a byte per bool, as loads read
+        mt = mem_type(val.type)
+        if mt != v.type:
+            v = self.b.zext(v, mt)   # a byte per element, the upper bits zero (ml_dtypes' int4 as well)
         self.b.store(v, ptr, align=elem_size(buf.type.element_type))
 
     def op_tir_alloc(self, op):
         t = op.results[0].type
         n = t.num_elements()
         size = n * elem_size(t.element_type)
-        et = llvm_type(t.element_type)
+        et = mem_type(t.element_type)
         if size <= ALLOCA_LIMIT:
             p = alloca(ir.IRBuilder(self.entry), ir.ArrayType(et, n), align=BUFFER_ALIGN)
         else:

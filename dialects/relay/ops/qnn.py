@@ -74,7 +74,7 @@ from .nn import BatchMatmulOp, DenseOp
 
 np = lazy_module("numpy")   # parsing and printing never need numpy
 
-QUANTIZED = ("int8", "uint8", "int16", "uint16", "int32")
+QUANTIZED = ("int8", "uint8", "int16", "uint16", "int32", "int4", "uint4", "int2", "uint2")
 REQUANT_IN = ("int8", "uint8", "int16", "int32", "int64")
 REQUANT_OUT = ("int8", "uint8", "int16", "int32")
 PRODUCT_IN = ("int8", "uint8", "int16")

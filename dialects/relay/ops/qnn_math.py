@@ -45,8 +45,12 @@ MAX_TOTAL_SHIFT = 63
 
 
 def qrange(dtype) -> tuple[int, int]:
-    """(min, max) of an integer numpy dtype."""
-    info = np.iinfo(dtype)
+    """(min, max) of an integer numpy dtype (ml_dtypes' int4 / int2 included)."""
+    if str(dtype) in ("int4", "uint4", "int2", "uint2"):
+        import ml_dtypes
+        info = ml_dtypes.iinfo(dtype)
+    else:
+        info = np.iinfo(dtype)
     return int(info.min), int(info.max)
 
 

@@ -17,7 +17,7 @@ from ....ir import types as T
 from ..registry import converter
 from .common import norm_axis
 
-_QUANT_OUT = {"int8", "uint8", "int16", "uint16", "int32"}
+_QUANT_OUT = {"int8", "uint8", "int16", "uint16", "int32", "int4", "uint4", "int2", "uint2"}
 
 
 def _scale(cx, s):
