@@ -76,3 +76,28 @@ def test_quantize_to_int4_rounds_half_even_and_saturates(out):
     info = ml_dtypes.iinfo(getattr(ml_dtypes, out))
     want = np.clip(np.rint(x / np.float32(0.5)) + 1, info.min, info.max)
     np.testing.assert_array_equal(got.astype(np.int32), want.astype(np.int32))
+
+
+@pytest.mark.parametrize("dt, tp, vals", [(ml_dtypes.int4, 22, [1, -2, 3, 0, 7, -8, 1]),
+                                          (ml_dtypes.uint4, 21, [1, 2, 3, 0, 7, 15, 9]),
+                                          (ml_dtypes.int2, 26, [1, -2, 0, -1, 1, 0, -2]),
+                                          (ml_dtypes.float8_e4m3fn, 17, [1.5, -2, 3, 0.25, 7, -8, 448]),
+                                          (ml_dtypes.float8_e5m2fnuz, 20, [1.5, -2, 3, 0.25, 7, -8, 1e-5])])
+@pytest.mark.parametrize("mode", ["compiled", "interpreter"])
+def test_onnx_initializers_of_narrow_types(dt, tp, vals, mode):
+    """ONNX packs int4 two to a byte and int2 four (an odd count leaves a
+    half byte); the importer reads them through onnx.numpy_helper."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+    from tvmd.frontend import onnx_backend
+    w = np.array(vals, np.float32).astype(dt)
+    init = numpy_helper.from_array(w, "w")
+    assert init.data_type == tp
+    g = helper.make_graph([helper.make_node("Cast", ["w"], ["c"], to=onnx.TensorProto.FLOAT),
+                           helper.make_node("Add", ["c", "x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [7])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [7])], [init])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    x = np.arange(7, dtype=np.float32)
+    out = onnx_backend.prepare(m, mode=mode).run([x])[0]
+    np.testing.assert_array_equal(out, w.astype(np.float32) + x)

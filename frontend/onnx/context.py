@@ -127,6 +127,8 @@ class ConvertContext:
     def unsupported(self, detail) -> UnsupportedOpError:
         """The importer cannot convert this node (yet): `detail` says why."""
         n = self.node
+        if n is None:   # an initializer or a graph input, outside any node
+            return UnsupportedOpError(self.loc, f"unsupported: {detail}", ["graph"], detail)
         return UnsupportedOpError(self.loc, f"{n.describe()}: unsupported: {detail}", [n.op_type], detail)
 
     # -- types -------------------------------------------------------------------
@@ -255,12 +257,10 @@ class ConvertContext:
         arr = np.asarray(value, dtype=T.to_numpy_dtype(dtype) if dtype is not None else None)
         if arr.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             arr = arr.astype(np.float32)   # a Python float means f32, as in TVM's const()
-        if arr.dtype.kind not in "biuf":
-            raise self.unsupported(f"constants of dtype {arr.dtype}")
         share = key is None and arr.size <= SHARE_CONSTANT_ELEMENTS
         if share:
             # per block: a constant made inside an `if` branch is not visible after it
-            ck = (id(self.builder.block), arr.dtype.str, arr.shape, arr.tobytes())
+            ck = (id(self.builder.block), arr.dtype, arr.shape, arr.tobytes())   # ml_dtypes' all read '|V1'
             hit = self._shared_consts.get(ck)
             if hit is not None and hit.defining_op().parent is not None:
                 return hit

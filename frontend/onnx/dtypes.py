@@ -106,7 +106,8 @@ def tensor_problem(tensor) -> str | None:
     for d in dims:
         n *= d
     if tensor.HasField("raw_data"):
-        want = n * T.to_numpy_dtype(et).itemsize
+        per_byte = {21: 2, 22: 2, 25: 4, 26: 4}.get(tensor.data_type)    # packed 4- and 2-bit integers
+        want = -(-n // per_byte) if per_byte else n * T.to_numpy_dtype(et).itemsize
         if len(tensor.raw_data) != want:
             return (f"has dims {_dims_text(dims)} ({n} elements, {want} bytes of "
                     f"{onnx_type_name(tensor.data_type)}) but its raw_data holds {len(tensor.raw_data)} bytes")
