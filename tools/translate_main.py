@@ -185,10 +185,7 @@ def parse_args(argv, cl):
         raise cl.error(o.params[1], "--params goes with --import-tvm-relay")
     if o.import_tvm is not None or o.export_tvm is not None:
         flag, at = ("--import-tvm-relay", o.import_tvm) if o.import_tvm is not None else ("--export-tvm-relay", o.export_tvm)
-        for other, idx in (("--emit", o.emit_index), ("--target", o.target_index), ("--split-input-file", o.split),
-                           ("--verify-diagnostics", o.verify), ("--import-onnx", o.import_onnx)):
-            if idx is not None:
-                raise cl.error(idx, f"{other} does not go with {flag}")
+        refuse_with(cl, flag, (*codegen_flags(o), ("--import-onnx", o.import_onnx)))
         if o.import_tvm is not None and o.export_tvm is not None:
             raise cl.error(o.export_tvm, "--export-tvm-relay does not go with --import-tvm-relay")
         if o.import_tvm is not None and o.input is None:
@@ -198,10 +195,7 @@ def parse_args(argv, cl):
         check_import_args(o, cl)
         return o
     if o.import_pytorch is not None:
-        for flag, idx in (("--emit", o.emit_index), ("--target", o.target_index), ("--split-input-file", o.split),
-                          ("--verify-diagnostics", o.verify), ("an input file", o.input_index)):
-            if idx is not None:
-                raise cl.error(idx, f"{flag} does not go with --import-pytorch, which writes relay text")
+        refuse_with(cl, "--import-pytorch, which writes relay text", (*codegen_flags(o), ("an input file", o.input_index)))
         if o.input_shapes or o.debuginfo:
             raise cl.error(-1, "--input-shape and --print-debuginfo go with --import-onnx")
         return o
@@ -214,6 +208,20 @@ def parse_args(argv, cl):
     if o.split is not None and o.emit in BINARY:
         raise cl.error(o.split, f"--split-input-file joins text outputs; it does not go with --emit={o.emit}")
     return o
+
+
+def codegen_flags(o):
+    """The options of code generation, as (flag, argument index or None)."""
+    return (("--emit", o.emit_index), ("--target", o.target_index), ("--split-input-file", o.split),
+            ("--verify-diagnostics", o.verify))
+
+
+def refuse_with(cl, mode, options):
+    """An error at the first of `options` ((flag, argument index or None))
+    that was given: it does not go with `mode`."""
+    for flag, idx in options:
+        if idx is not None:
+            raise cl.error(idx, f"{flag} does not go with {mode}")
 
 
 def parse_input_shape(o, value, vi, voff, cl):
@@ -241,10 +249,7 @@ def check_import_args(o, cl):
     if o.input == "-":
         raise cl.error(o.input_index, "--import-onnx reads a file path, not stdin (an ONNX model is binary "
                                       "and may keep its weights in files beside it)")
-    for flag, idx in (("--emit", o.emit_index), ("--target", o.target_index),
-                      ("--split-input-file", o.split), ("--verify-diagnostics", o.verify)):
-        if idx is not None:
-            raise cl.error(idx, f"{flag} does not go with --import-onnx, which writes relay text")
+    refuse_with(cl, "--import-onnx, which writes relay text", codegen_flags(o))
 
 
 def import_onnx(o, cl):
