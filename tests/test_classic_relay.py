@@ -77,6 +77,39 @@ def test_positional_attributes_follow_tvms_order_and_tuples():
     np.testing.assert_allclose(got_z.numpy(), want_y.reshape(4, 2).sum(0, keepdims=True), rtol=1e-5)
 
 
+def test_scope_builder_lets_and_if_else():
+    """The classic ScopeBuilder: lets become SSA values, if/else a relay.if
+    whose branches read the lets; run for both conditions against numpy."""
+    x = relay.var("x", shape=(3, 4))
+    flag = relay.var("flag", shape=(), dtype="bool")
+    sb = relay.ScopeBuilder()
+    t = sb.let("t", relay.add(x, relay.const(1.0)))
+    u = sb.let(("u", relay.TensorType((3, 4), "float32")), t * t)
+    with sb.if_scope(flag):
+        sb.ret(relay.nn.relu(u - relay.const(2.0)))
+    with sb.else_scope():
+        inner = relay.ScopeBuilder()
+        v = inner.let("v", relay.negative(t))
+        inner.ret(v + u)
+        sb.ret(inner.get())
+    func = relay.Function([x, flag], sb.get())
+    text = str(tvm.IRModule.from_expr(func))
+    assert " = if %flag : tensor<3x4xf32> {" in text and "yield" in text
+    ev = relay.create_executor("graph", mod=tvm.IRModule.from_expr(func))
+    a = RNG.standard_normal((3, 4)).astype("float32")
+    for f in (True, False):
+        got = ev.evaluate()(a, np.array(f))
+        want = np.maximum((a + 1) ** 2 - 2, 0) if f else -(a + 1) + (a + 1) ** 2
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(tvm.TVMError, match="else_scope"):
+        sb2 = relay.ScopeBuilder()
+        with sb2.if_scope(flag):
+            sb2.ret(x)
+        sb2.get()
+    with pytest.raises(tvm.TVMError, match="ret"):
+        relay.ScopeBuilder().get()
+
+
 def test_errors_point_at_the_script():
     x = relay.var("x", shape=(2, 3))
     y = relay.var("y", shape=(4, 5))

@@ -125,6 +125,22 @@ class TupleGetItem(Expr):
         self.tuple_value, self.index = tuple_value, int(index)
 
 
+class Let(Expr):
+    """``relay.Let(var, value, body)``: `body` with `var` bound to `value`
+    (emitted as SSA: the var names the value's result)."""
+
+    def __init__(self, variable, value, body):
+        self.var, self.value, self.body = variable, value, body
+
+
+class If(Expr):
+    """``relay.If(cond, true_branch, false_branch)``: a relay.if with the
+    branches in its two regions; `cond` is a scalar bool."""
+
+    def __init__(self, cond, true_branch, false_branch):
+        self.cond, self.true_branch, self.false_branch = cond, true_branch, false_branch
+
+
 class Function(Expr):
     """``relay.Function(params, body)``: emitted as a relay.func."""
 
@@ -194,6 +210,11 @@ def free_vars(expr):
         elif isinstance(e, Function):
             bound.update(id(p) for p in e.params)
             stack.append(e.body)
+        elif isinstance(e, Let):
+            bound.add(id(e.var))
+            stack += [e.body, e.value]
+        elif isinstance(e, If):
+            stack += [e.false_branch, e.true_branch, e.cond]
         else:
             stack.extend(reversed(_children(e)))
     return [v for v in out if id(v) not in bound]
@@ -310,10 +331,36 @@ def _emit_one(e, b, env):
             else:
                 operands.append(env[id(a)])
         return _build(b, e.op, operands, e.attrs, e.loc)
+    if isinstance(e, Let):
+        while isinstance(e, Let):    # a chain of lets iterates (ScopeBuilder makes long ones)
+            env[id(e.var)] = _value(e.value, b, env)
+            e = e.body
+        return _value(e, b, env)
+    if isinstance(e, If):
+        return _emit_if(e, b, env)
     if isinstance(e, Function):
         raise TVMError("a nested relay.Function (a closure) is not supported by this Python layer; "
                        "write it in the relay dialect text")
     raise TVMError(f"not a relay expression: {type(e).__name__}")
+
+
+def _emit_if(e, b, env):
+    """relay.if: the condition here, each branch in its own region (it may
+    read the values above; what it makes stays inside)."""
+    from ...dialects.relay.ops.control import IfOp, YieldOp
+    from ...ir.builder import Builder
+    from ...ir.core import Block, Region
+    from ...ir.location import UNKNOWN
+    cond = _value(e.cond, b, env)
+    regions = []
+    for branch in (e.true_branch, e.false_branch):
+        block = Block()
+        v = _value(branch, Builder.at_end(block), dict(env))
+        block.append(YieldOp([v], (), None, (), UNKNOWN))
+        regions.append(Region([block]))
+    op = IfOp.build(cond, regions=regions, loc=UNKNOWN)
+    b.insert(op)
+    return op.results[0]
 
 
 def _build(b, name, operands, attrs, loc=None):
