@@ -155,3 +155,12 @@ def test_from_pytorch_traced_matches_torch():
     m.set_input(0, x.numpy())
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_keyword_operands_take_their_declared_places():
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.var("w", shape=(4, 3, 3, 3))
+    text = str(relay.Function([x, w], relay.nn.conv2d(weight=w, data=x, padding=(1, 1))))
+    assert "nn.conv2d(%x, %w)" in text
+    with pytest.raises(TypeError, match="operand 'data' twice"):
+        relay.nn.conv2d(x, w, data=x)

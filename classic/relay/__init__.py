@@ -59,25 +59,30 @@ def op_function(name):
     fixed = [d for d in declared if not d.startswith("*")]
     attr_names = list(cls.ATTRS)
 
+    rest_name = next((d.lstrip("*") for d in declared if d.startswith("*")), None)
+
     def f(*args, **kwargs):
         args = list(args)
-        operands = []
-        for _ in fixed:
-            if not args:
-                break
-            operands.append(args.pop(0))
-        if variadic and args:
-            first = args.pop(0)
-            operands += list(first.fields if isinstance(first, Tuple) else first) \
-                if isinstance(first, (list, tuple, Tuple)) else [first]
-        attrs = dict(zip(attr_names, args))
+        given = dict(zip(fixed, args))      # operands in declared order, then the variadic one
+        args = args[len(given):]
+        rest = args.pop(0) if variadic and args else None
         if len(args) > len(attr_names):
             raise TypeError(f"relay.{name} takes at most {len(fixed) + len(attr_names)} positional arguments")
+        attrs = dict(zip(attr_names, args))
         for k, v in kwargs.items():
-            if k in fixed or k.lstrip("*") in [d.lstrip("*") for d in declared]:
-                operands.append(v)
+            if k in fixed or k == rest_name:
+                if k in given or (k == rest_name and rest is not None):
+                    raise TypeError(f"relay.{name} got operand '{k}' twice")
+                if k == rest_name:
+                    rest = v
+                else:
+                    given[k] = v
             else:
                 attrs[k] = v
+        operands = [given[d] for d in fixed if d in given]
+        if rest is not None:
+            operands += list(rest.fields if isinstance(rest, Tuple) else rest) \
+                if isinstance(rest, (list, tuple, Tuple)) else [rest]
         operands = [o if isinstance(o, Expr) else const(o) for o in operands]
         return Call(name, operands, attrs)
     f.__name__ = name.split(".")[-1]
