@@ -179,6 +179,15 @@ def test_scalar_arithmetic_casts_and_reductions():
     check(Ops(), [x, i], "export")
 
 
+@pytest.mark.parametrize("how", ["export", "trace"])
+def test_rsub_with_alpha_and_the_reciprocal_of_integers(how):
+    class Ops(nn.Module):
+        def forward(self, x, i):
+            return torch.rsub(x, 3.0, alpha=2), torch.rsub(x, x * 2), torch.reciprocal(i)
+
+    check(Ops(), [torch.rand(4) + 1, torch.tensor([1, 2, 4, 8, 3])], how, [("x", (4,)), ("i", ((5,), "int64"))])
+
+
 class Recurrent(nn.Module):
     """A 2-layer bidirectional batch-first LSTM feeding a GRU; the head reads
     the last step; the final states come out too."""

@@ -117,10 +117,8 @@ for _name, _relay in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), 
 
 @converter("rsub")
 def rsub(cx, a):
-    return _binary("subtract")(cx, Args({"self": a["other"], "other": a["self"], "alpha": 1})) \
-        if a.get("alpha", 1) == 1 else _binary("subtract")(
-            cx, Args({"self": a["other"], "other": cx.op("multiply", a["self"],
-                                                           _tensor_or_scalar(cx, a["alpha"], a["self"]))}))
+    """other - alpha * self: subtract with the operands swapped (it scales its second by alpha)."""
+    return _binary("subtract")(cx, Args({"self": a["other"], "other": a["self"], "alpha": a.get("alpha", 1)}))
 
 
 @converter("pow", "pow_")
@@ -152,16 +150,23 @@ for _name, _relay in [("relu", "nn.relu"), ("sigmoid", "sigmoid"), ("tanh", "tan
                       ("log", "log"), ("sqrt", "sqrt"), ("rsqrt", "rsqrt"), ("neg", "negative"),
                       ("abs", "abs"), ("erf", "erf"), ("sin", "sin"), ("cos", "cos"), ("floor", "floor"),
                       ("ceil", "ceil"), ("round", "round"), ("logical_not", "logical_not"),
-                      ("reciprocal", None), ("sign", "sign")]:
-    def _unary(cx, a, _relay=_relay, _name=_name):
+                      ("sign", "sign")]:
+    def _unary(cx, a, _relay=_relay):
         x = a["self"]
-        if _name == "reciprocal":
-            return cx.op("divide", cx.scalar(1.0, x), x)
         if _relay in ("exp", "log", "sqrt", "rsqrt", "erf", "sigmoid", "tanh", "sin", "cos") \
                 and not T.is_float(cx.dtype(x)):
             x = cx.cast(x, T.f32)
         return cx.op(_relay, x)
     CONVERTERS[_name] = CONVERTERS[_name + "_"] = _unary
+
+
+@converter("reciprocal", "reciprocal_")
+def reciprocal(cx, a):
+    """1 / self; an integer tensor's reciprocal is a float one, as in torch."""
+    x = a["self"]
+    if not T.is_float(cx.dtype(x)):
+        x = cx.cast(x, T.f32)
+    return cx.op("divide", cx.scalar(1.0, x), x)
 
 
 @converter("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "__and__", "__or__", "__xor__")
