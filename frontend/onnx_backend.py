@@ -92,6 +92,9 @@ class TvmdBackendRep(BackendRep):
         inits = {t.name for t in model.graph.initializer}
         self.inputs = [vi for vi in model.graph.input if vi.name not in inits]
         self.output_names = [vi.name for vi in model.graph.output]
+        # bf16 crosses tvmd's runtime as its bits (uint16); ONNX's arrays are ml_dtypes' bfloat16
+        self._bf16_outputs = {k for k, vi in enumerate(model.graph.output)
+                              if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type == 16}
         self._imports: dict = {}
         self._dynamic = None      # the one import of a model with dynamic dimensions
         self._declared = None     # its declared input shapes (None: '?')
@@ -159,8 +162,8 @@ class TvmdBackendRep(BackendRep):
         if self._dynamic is not None and self._fits_declared(arrays):
             values = {vi.name: a for vi, a in zip(self.inputs, arrays)}
             try:
-                outs = self._dynamic.run([values[name] for name in self._dynamic.params])
-                return self._outputs(*outs)
+                outs = self._dynamic.run([_bits_of_bf16(values[name]) for name in self._dynamic.params])
+                return self._outputs(*self._onnx_arrays(outs))
             except SizeMismatch as e:
                 if not self._said_mismatch:
                     _say(f"input sizes the dynamic build cannot take are built on their own: {e}")
@@ -172,8 +175,16 @@ class TvmdBackendRep(BackendRep):
         if imp is None or not _same_values(imp.read, values):
             imp = self._import(shapes, values)
             self._imports[key] = imp
-        outs = imp.run([values[name] for name in imp.params])
-        return self._outputs(*outs)
+        outs = imp.run([_bits_of_bf16(values[name]) for name in imp.params])
+        return self._outputs(*self._onnx_arrays(outs))
+
+    def _onnx_arrays(self, outs):
+        """bf16 outputs (bits) as ml_dtypes' bfloat16, the dtype ONNX's arrays have."""
+        if not self._bf16_outputs:
+            return outs
+        import ml_dtypes
+        return [o.view(ml_dtypes.bfloat16) if k in self._bf16_outputs and hasattr(o, "view") else o
+                for k, o in enumerate(outs)]
 
     def _arrays(self, inputs):
         import numpy as np
@@ -190,6 +201,14 @@ class TvmdBackendRep(BackendRep):
         return [np.asarray(a) if vi.type.HasField("tensor_type") else
                 [np.asarray(x) for x in a] if isinstance(a, (list, tuple)) else a
                 for vi, a in zip(self.inputs, inputs)]
+
+
+def _bits_of_bf16(a):
+    """An ml_dtypes bfloat16 array as its bits (uint16), the form tvmd's
+    runtime takes (a sequence: each element); the importer reads the values."""
+    if isinstance(a, list):
+        return [_bits_of_bf16(x) for x in a]
+    return a.view("uint16") if getattr(a, "dtype", None) is not None and a.dtype.name == "bfloat16" else a
 
 
 def _signature(named):

@@ -104,6 +104,8 @@ class DenseAttr:
         array = np.asarray(array)
         if type is None:
             type = TensorType(array.shape, from_numpy_dtype(array.dtype))
+        if array.dtype == np.uint16 and str(type.element_type) == "bf16":
+            array = array.view(type.dtype)    # bf16 bits (the runtime's form): the same values
         if array.shape != type.shape:
             array = np.broadcast_to(array, type.shape)
         if _is_splat_view(array):
@@ -303,8 +305,8 @@ def print_dense(attr: DenseAttr, resource_key: str | None = None) -> str:
         return f"dense_resource<{resource_key}>"
     a = attr.array
     kind = a.dtype.kind
-    # ml_dtypes' float8 dtypes are kind "V"; their values are exact doubles
-    is_float, is_bool = kind == "f" or a.dtype.name.startswith("float8"), kind == "b"
+    # ml_dtypes' float8 and bfloat16 dtypes are kind "V"; their values are exact doubles
+    is_float, is_bool = kind == "f" or a.dtype.name.startswith(("float8", "bfloat16")), kind == "b"
     if a.size == 0:
         return "dense<[]>"
     if attr.is_splat():

@@ -455,6 +455,9 @@ def to_numpy_dtype(t: Type):
     if name is None and is_f8(t):
         from .minifloat import format_of
         return format_of(t).numpy_dtype()
+    if name is None and str(t) == "bf16":
+        import ml_dtypes     # the interpreters compute in it; buffers hold the bits (storage_numpy_dtype)
+        return np.dtype(ml_dtypes.bfloat16)
     if name is None and str(t) in _SUBBYTE:
         import ml_dtypes
         return np.dtype(getattr(ml_dtypes, _SUBBYTE[str(t)]))
@@ -467,14 +470,30 @@ _STORAGE_DTYPES: dict = {}   # element type -> its numpy dtype (the runtime asks
 
 
 def storage_numpy_dtype(t: Type):
-    """The numpy dtype of a buffer of `t`: its own, or uint16 for bf16,
-    which numpy lacks (the raw bits, as classic TVM's NDArray held them)."""
+    """The numpy dtype of a buffer of `t` crossing the runtime: its own, or
+    uint16 for bf16 (the raw bits, as classic TVM's NDArray held them;
+    inside, the interpreters hold ml_dtypes' bfloat16, to_numpy_dtype)."""
     dt = _STORAGE_DTYPES.get(t)
     if dt is None:
         import numpy as np
         dt = np.dtype("uint16") if str(t) == "bf16" else to_numpy_dtype(t)
         _STORAGE_DTYPES[t] = dt
     return dt
+
+
+def as_storage(a):
+    """An array as buffers hold it: ml_dtypes' bfloat16 as its bits (uint16)."""
+    if getattr(a, "dtype", None) is not None and a.dtype.name == "bfloat16":
+        return a.view("uint16")
+    return a
+
+
+def as_values(a, t):
+    """A buffer of type `t` as the interpreters compute on it: bf16 bits
+    (uint16) as ml_dtypes' bfloat16; anything else as it is."""
+    if isinstance(t, ShapedType) and str(t.element_type) == "bf16" and getattr(a, "dtype", None) == "uint16":
+        return a.view(to_numpy_dtype(t.element_type))
+    return a
 
 
 def from_numpy_dtype(dtype) -> Type:

@@ -124,7 +124,7 @@ class RelayEvaluator:
             if a is None:
                 # kernels take it materialised: past the limit, an error at the op
                 check_constant_size(op.results[0].type, op.loc, f"binding '{op.name}'")
-                a = self._constants[op] = op.compute()
+                a = self._constants[op] = T.as_storage(op.compute())
             return a
         if isinstance(op, relay.CallOp):
             callee = self.lookup(op.attributes["callee"].name)
@@ -144,7 +144,7 @@ class RelayEvaluator:
         # the relay interpreter's evaluation: compute(), then the value made
         # to conform to the declared type (dtype, 0-d results)
         from ..dialects.relay.interpreter import evaluate_op
-        return evaluate_op(op, args)
+        return T.as_storage(evaluate_op(op, [T.as_values(a, v.type) for a, v in zip(args, op.operands)]))
 
 
 def allocate_outputs(func_op):

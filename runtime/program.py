@@ -227,7 +227,7 @@ class Program:
                 # binding materialises the constant (a splat is one element
                 # until here): past the limit it is an error at the op
                 check_constant_size(r.type, op.loc, f"binding '{op.name}'")
-                a = np.ascontiguousarray(op.compute())
+                a = np.ascontiguousarray(T.as_storage(op.compute()))
                 if isinstance(r.type, T.TensorType) and r.type.is_static and a.shape != tuple(r.type.shape) \
                         and a.size == int(np.prod(r.type.shape, dtype=np.int64)):
                     a = a.reshape(r.type.shape)

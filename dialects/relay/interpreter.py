@@ -37,6 +37,7 @@ from __future__ import annotations
 from ...ir.diagnostics import DiagnosticError
 from ...ir.lazy import lazy_module
 from ...ir.location import UNKNOWN
+from ...ir import types as T
 from ...ir.types import TensorType, TupleType, to_numpy_dtype
 from .ops.base import RelayOp
 from .ops.adt import ConstructOp, MatchOp
@@ -218,8 +219,12 @@ class Interpreter:
     def call(self, func, args, call_op):
         """Run relay.func `func` on `args`; `call_op` is the op that asked
         (None at the top), where argument errors are reported.  Returns the
-        list of results."""
-        return self._drive(self._enter(func, args, call_op))
+        list of results.  At the top, bf16 tensors cross as their bits
+        (uint16, the runtime's form) and are ml_dtypes' bfloat16 inside."""
+        results = self._drive(self._enter(func, args, call_op))
+        if call_op is None:
+            results = [_storage(r) for r in results]
+        return results
 
     def _drive(self, root):
         """Run generator `root` and every block it asks for, on an explicit
@@ -420,6 +425,11 @@ def _short(v, limit=80):
     return s if len(s) <= limit else s[:limit] + "..."
 
 
+def _storage(v):
+    """A result as the runtime returns it (T.as_storage), tuples field by field."""
+    return tuple(_storage(x) for x in v) if isinstance(v, tuple) else T.as_storage(v)
+
+
 def _as_value(a, t):
     """An argument as a relay value: Python scalars and lists take a tensor
     parameter's dtype (arrays must already have it); other values (tuples,
@@ -427,7 +437,7 @@ def _as_value(a, t):
     if type(t) is not TensorType:
         return a
     if isinstance(a, np.ndarray):
-        return a
+        return T.as_values(a, t)     # bf16 bits, as the runtime passes them, as values
     try:
         return np.asarray(a, dtype=t.dtype)
     except (TypeError, AttributeError):

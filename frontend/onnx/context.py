@@ -265,7 +265,11 @@ class ConvertContext:
             if hit is not None and hit.defining_op().parent is not None:
                 return hit
         try:
-            tt = T.TensorType(arr.shape, T.from_numpy_dtype(arr.dtype))
+            if arr.dtype.name == "bfloat16":    # ml_dtypes'; tvmd holds bf16 as its bits
+                arr = arr.view(np.uint16)
+                tt = T.TensorType(arr.shape, T.bf16)
+            else:
+                tt = T.TensorType(arr.shape, T.from_numpy_dtype(arr.dtype))
         except TypeError:
             raise self.unsupported(f"constants of dtype {arr.dtype}") from None
         op = ConstantOp.get(DenseAttr(arr, tt, key), loc=loc or self.builder.loc)

@@ -276,7 +276,7 @@ class ReinterpretOp(UnaryOp):
         to = self.results[0].type.element_type
         if to is T.i1:
             return a != 0      # a byte other than 0 or 1 is no bool: read it as true
-        return np.array(a, order="C").view(T.storage_numpy_dtype(to))
+        return np.array(a, order="C").view(T.to_numpy_dtype(to))
 
 
 class CastLikeOp(RelayOp):

@@ -685,4 +685,7 @@ class EinsumOp(RelayOp):
         return T.TensorType(einsum_shape(self, self.attributes["equation"], [t.shape for t in ts]), e)
 
     def compute(self, *arrays):
-        return np.asarray(np.einsum(self.attributes["equation"], *arrays)).astype(arrays[0].dtype, copy=False)
+        dt = arrays[0].dtype
+        if dt.kind == "V":   # ml_dtypes' bfloat16 / float8, which einsum does not take: in f32
+            arrays = [a.astype(np.float32) for a in arrays]
+        return np.asarray(np.einsum(self.attributes["equation"], *arrays)).astype(dt, copy=False)

@@ -255,8 +255,11 @@ def halves_as_words(h):
 
 
 def bf16_values(bits):
-    """The f64 values of bf16 bits (uint16), as the runtime holds bf16."""
+    """The f64 values of bf16 bits (uint16), as the runtime holds bf16, or
+    of an ml_dtypes bfloat16 array (as the interpreters hold it)."""
     import numpy as np
+    if getattr(bits, "dtype", None) is not None and bits.dtype.name == "bfloat16":
+        return bits.astype(np.float64)
     return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 

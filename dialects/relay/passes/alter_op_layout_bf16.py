@@ -10,8 +10,7 @@ it.
                                        w[j, 2kw] | w[j, 2kw + 1] << 16 as bf16 bits
 
 That is what --to-mixed-precision leaves of a float32 dense with a
-constant weight (fold-constant keeps no bf16 constant: the cast would run
-on every call).  The weight is rounded to bf16 here, to nearest even as
+constant weight, or of it after fold-constant (a bf16 constant).  The weight is rounded to bf16 here, to nearest even as
 the cast rounds, and packed in i32 words of two consecutive k: vdpbf16ps
 multiplies such pairs, 32 multiply-adds per AVX-512 instruction against an
 FMA's 16, with no conversion of the weight in the kernel (the plain bf16
@@ -50,12 +49,13 @@ def pack_bf16(op, block, made, vu, pack_width=0):
     wp = made.get(key)
     if wp is None:
         from .alter_op_layout import _constant_like
-        wp = made[key] = _constant_like(c, pack_pairs(bf16_bits(arr), nb), f"w{nb}", T.i32)
+        bits = bf16_bits(arr) if cast is not None else T.as_storage(arr)
+        wp = made[key] = _constant_like(c, pack_pairs(bits, nb), f"w{nb}", T.i32)
         block.insert_before(op, wp)
     new = DensePackOp.build(op.operands[0], wp.results[0], loc=op.loc, units=n, out_dtype="float32",
                             weight_layout=f"NC{nb}n2c")
     block.insert_before(op, new)
-    return new, [c, cast]
+    return new, [c, cast] if cast is not None else [c]
 
 
 def pack_pairs(bits, nb):
@@ -84,7 +84,8 @@ def bf16_bits(x):
 def _cast_weight(op):
     """(the cast, its f32 constant) when `op` is a dense (or a matmul that is
     one) of bf16 data [.., K] (K even, static) by cast(constant f32 2-d) to
-    bfloat16, summing in float32; else None."""
+    bfloat16, summing in float32; (None, the constant) when the weight is a
+    bf16 constant (fold-constant folded the cast); else None."""
     from ....ir import types as T
     from ..ops.nn import DenseOp, MatmulOp
     from . import defining_constant
@@ -99,9 +100,13 @@ def _cast_weight(op):
     if not isinstance(x, T.TensorType) or x.element_type is not T.bf16 or x.rank < 2 or \
             x.shape[-1] is None or x.shape[-1] % 2:
         return None
+    if not isinstance(w, T.TensorType) or w.element_type is not T.bf16 or w.rank != 2:
+        return None
+    c = defining_constant(op.operands[1])
+    if c is not None:     # the cast already folded: a bf16 constant
+        return (None, c) if c.results[0].type.is_static else None
     cast = op.operands[1].defining_op()
-    if cast is None or getattr(cast, "op_name", None) != "cast" or not isinstance(w, T.TensorType) or \
-            w.element_type is not T.bf16 or w.rank != 2:
+    if cast is None or getattr(cast, "op_name", None) != "cast":
         return None
     c = defining_constant(cast.operands[0])
     if c is None or c.results[0].type.element_type is not T.f32 or not c.results[0].type.is_static:
