@@ -284,3 +284,33 @@ def test_compile_is_cached_per_module_not_global():
     m, lib = compiled("add_relu_2d.tir")
     lib2 = jit.compile(m)
     assert lib2 is not lib and "add_relu_2d" in lib2
+
+
+def _relocation_types(obj: bytes):
+    """The relocation types of an ELF64 little-endian object (its SHT_RELA sections)."""
+    import struct
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    types = set()
+    for i in range(shnum):
+        sh_type, = struct.unpack_from("<I", obj, shoff + i * shentsize + 4)
+        if sh_type != 4:   # SHT_RELA
+            continue
+        off, size = struct.unpack_from("<QQ", obj, shoff + i * shentsize + 0x18)
+        for at in range(off, off + size, 24):
+            info, = struct.unpack_from("<Q", obj, at + 8)
+            types.add(info & 0xFFFFFFFF)
+    return types
+
+
+def test_object_files_reach_their_data_through_64_bit_relocations():
+    """Loaded by MCJIT, an object's code and data may be mapped far apart: a
+    32-bit PC-relative relocation (PC32, PLT32, GOTPCREL, 32, 32S) could not
+    reach, and llvmlite's LLVM aborts on it (the large code model)."""
+    import platform
+    if platform.machine() != "x86_64":
+        pytest.skip("checks x86-64 relocation types")
+    for name in ("dynamic.tir", "matmul_tiled.tir"):
+        m, _ = compiled(name)
+        types = _relocation_types(jit.emit_object(m))
+        assert types and not types & {2, 4, 9, 10, 11, 41, 42}, types

@@ -152,7 +152,13 @@ class LLVMTarget:
 
     def target_machine(self, opt_level: int = 3, jit: bool = False):
         """An llvmlite TargetMachine; position-independent code, so that an
-        object file loads anywhere (MCJIT's loader included)."""
+        object file loads anywhere (MCJIT's loader included), in the large
+        code model on x86-64: the code reaches its data and the GOT through
+        64-bit offsets.  In the small model it used 32-bit PC-relative ones, and
+        MCJIT's loader maps code and data separately: in a large process
+        (torch loaded) they could land over 2 GB apart, and llvmlite's LLVM,
+        built with assertions, aborted the process in finalize_object.
+        (The JIT's own "jitdefault" is the large model on x86-64 too.)"""
         llvm = init_llvm(native_only=self.triple is None)
         triple, cpu, features = self.resolved()
         try:
@@ -161,9 +167,9 @@ class LLVMTarget:
             raise TargetError(f"unknown target triple '{triple}': {e}") from None
         if self.mcpu not in (None, "native") or self.mattr:
             self.validate()
+        model = "jitdefault" if jit else "large" if triple.startswith("x86_64") else "default"
         return t.create_target_machine(cpu=cpu, features=features, opt=min(max(opt_level, 0), 3),
-                                       reloc="pic", codemodel="default" if not jit else "jitdefault",
-                                       jit=jit)
+                                       reloc="pic", codemodel=model, jit=jit)
 
     def vector_unit(self) -> "VectorUnit":
         """The SIMD registers the default schedules size their tiles for."""
