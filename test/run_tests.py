@@ -45,7 +45,12 @@ def main():
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     out = tempfile.mkdtemp(prefix="tvmd-tests-")
     py_xml, lit_xml = os.path.join(out, "pytest.xml"), os.path.join(out, "lit.xml")
-    r1 = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={py_xml}", *args], cwd=ROOT, env=env)
+    # --capture=sys: Python's output is captured per test, but what native
+    # code writes to the process's stderr (an LLVM assertion, glibc's abort
+    # message) reaches the log; captured at the fd level it died with the
+    # process that aborted, and CI showed only "Fatal Python error: Aborted".
+    r1 = subprocess.run([sys.executable, "-m", "pytest", "-q", "--capture=sys", f"--junitxml={py_xml}", *args],
+                        cwd=ROOT, env=env)
     r2 = subprocess.run([sys.executable, "-c", "import sys; from lit.main import main; sys.exit(main())", "-sv", f"--xunit-xml-output={lit_xml}",
                          os.path.join(ROOT, "test", "lit")], cwd=ROOT, env=env)
     p1, f1, s1 = count(py_xml)
