@@ -6,6 +6,7 @@ Text forms (MLIR's)::
     ui8 ui16 ui32 ui64    unsigned integers
     f16 bf16 f32 f64      floats
     f8E4M3FN f8E4M3FNUZ f8E5M2 f8E5M2FNUZ   8-bit floats (ir/minifloat.py)
+    string                a Unicode string (ONNX's STRING; interpreted only)
     index                 loop and address arithmetic
     tensor<1x3x?xf32>     ranked tensor, ``?`` a dynamic dimension; ``tensor<f32>`` a scalar
     memref<64x64xf32>     a buffer; ``memref<64xf32, "shared">`` in a memory scope
@@ -90,6 +91,18 @@ class NoneType(Type):
     def __new__(cls):
         def init(t):
             t._text = "none"
+        return _interned(cls, (), init)
+
+
+class StringType(Type):
+    """``string``: a Unicode string, ONNX's STRING element type (numpy
+    object arrays of ``str``).  Tensors of it run in the relay interpreter:
+    nothing compiles them."""
+    __slots__ = ()
+
+    def __new__(cls):
+        def init(t):
+            t._text = "string"
         return _interned(cls, (), init)
 
 
@@ -282,6 +295,7 @@ bf16 = FloatType("bf16")
 f32 = FloatType("f32")
 f64 = FloatType("f64")
 index = IndexType()
+string = StringType()
 none = NoneType()
 incomplete = IncompleteType()
 
@@ -428,12 +442,12 @@ MAX_ELEMENTS = (1 << 63) - 1
 _NP = {
     "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
     "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
-    "f16": "float16", "f32": "float32", "f64": "float64", "index": "int64",
+    "f16": "float16", "f32": "float32", "f64": "float64", "index": "int64", "string": "object",
 }
 _FROM_NP = {
     "bool": i1, "int8": i8, "int16": i16, "int32": i32, "int64": i64,
     "uint8": u8, "uint16": IntegerType(16, True), "uint32": IntegerType(32, True),
-    "uint64": IntegerType(64, True), "float16": f16, "float32": f32, "float64": f64,
+    "uint64": IntegerType(64, True), "float16": f16, "float32": f32, "float64": f64, "object": string,
 }
 # TVM's dtype names, accepted wherever a user gives a dtype string.
 _F8_FROM_NP = {"float8_e4m3fn": FloatType("f8E4M3FN"), "float8_e4m3fnuz": FloatType("f8E4M3FNUZ"),
@@ -524,7 +538,7 @@ def tvm_dtype_name(t: Type) -> str:
 
 # -- parsing from text --------------------------------------------------------
 
-_SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|f8E4M3FNUZ|f8E4M3FN|f8E5M2FNUZ|f8E5M2|index|none")
+_SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|f8E4M3FNUZ|f8E4M3FN|f8E5M2FNUZ|f8E5M2|index|none|string")
 _parse_cache: dict[str, Type] = {}
 
 # Dialect types that are more than opaque text: "relay.adt" -> parser(p),
@@ -706,4 +720,6 @@ class _TypeParser:
             return index
         if w == "none":
             return none
+        if w == "string":
+            return string
         return FloatType(w)

@@ -246,8 +246,12 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
         if not isinstance(f, RelayFuncOp):
             raise BuildError(f"the module has no relay.func @{entry} to compile")
         from .program import straight_line
-        if not straight_line(module, f):
+        why = None
+        if _holds_strings(module):
+            why = "it holds string tensors, which nothing compiles"
+        elif not straight_line(module, f):
             why = f"@{entry} is not straight-line relay (control flow or closures)"
+        if why:
             if not fallback:
                 raise BuildError(f"cannot compile: {why}")
             sys.stderr.write(f"tvmd: the whole model runs in the relay interpreter: {why}\n")
@@ -292,6 +296,23 @@ def _history(tuning_log, target):
     if isinstance(tuning_log, (str, bytes)) or hasattr(tuning_log, "__fspath__"):
         return HistoryBest(load(tuning_log), str(target), str(tuning_log))
     return HistoryBest(list(tuning_log), str(target))
+
+
+def _holds_strings(module) -> bool:
+    """Whether a value of `module` is (or holds) a string tensor."""
+    from ..ir import types as T
+
+    def has(t):
+        if isinstance(t, T.TupleType):
+            return any(has(x) for x in t.types)
+        return isinstance(t, T.TensorType) and t.element_type is T.string
+    for op in module.walk():
+        if any(has(r.type) for r in op.results):
+            return True
+        for region in op.regions:
+            if any(has(a.type) for b in region.blocks for a in b.args):
+                return True
+    return False
 
 
 def lower_kernels(module, target, fallback, tir_passes, ctx, report=None, history=None):

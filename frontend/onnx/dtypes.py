@@ -1,7 +1,7 @@
 """ONNX element types <-> tvmd types, and TensorProto -> numpy.
 
-Only the element types tvmd can hold in a tensor map; the others (strings,
-complex numbers, float4, float8e8m0) are reported as unsupported by the node that uses them.  The four FLOAT8
+Only the element types tvmd can hold in a tensor map; the others (complex
+numbers, float4, float8e8m0) are reported as unsupported by the node that uses them.  The four FLOAT8
 types are tvmd's f8 types (ir/minifloat.py), BFLOAT16 its bf16 (held as its
 bits, uint16: the backend views ONNX's bfloat16 arrays so), INT4 / UINT4 / INT2 / UINT2
 its i4 / ui4 / i2 / ui2 (a byte per element); their arrays are ml_dtypes',
@@ -15,7 +15,7 @@ from ...ir import types as T
 # TensorProto.DataType values; spelled out so that this table costs no onnx import.
 _ONNX_TO_TVMD = {
     1: T.f32, 2: T.u8, 3: T.i8, 4: T.IntegerType(16, True), 5: T.i16, 6: T.i32, 7: T.i64,
-    9: T.i1, 10: T.f16, 11: T.f64, 12: T.IntegerType(32, True), 13: T.IntegerType(64, True),
+    8: T.string, 9: T.i1, 10: T.f16, 11: T.f64, 12: T.IntegerType(32, True), 13: T.IntegerType(64, True),
     17: T.FloatType("f8E4M3FN"), 18: T.FloatType("f8E4M3FNUZ"), 19: T.FloatType("f8E5M2"),
     16: T.bf16, 20: T.FloatType("f8E5M2FNUZ"), 21: T.IntegerType(4, True), 22: T.IntegerType(4),
     25: T.IntegerType(2, True), 26: T.IntegerType(2),

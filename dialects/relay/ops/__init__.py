@@ -17,6 +17,7 @@
     linalg     det, col2im (ONNX Det, Col2Im)
     pool_argmax  nn.max_pool_argmax (ONNX MaxPool's Indices)
     roi_align  vision.roi_align (ONNX RoiAlign)
+    strings    strings.concat, regex_full_match, normalize, split: string tensors
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
     loop       counted loops: carried values, stacked per-step outputs
@@ -26,5 +27,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, qnn)
+               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, strings, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

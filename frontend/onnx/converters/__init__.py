@@ -16,7 +16,8 @@ registers them all (registry.py loads it on the first conversion).
     sequence    Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap (as tuples)
     training    Adagrad, Momentum, Adam (ai.onnx.preview.training)
     quantize    QuantizeLinear, DequantizeLinear, QLinear*, *Integer
+    strings     StringConcat, RegexFullMatch, StringNormalizer, StringSplit
 """
 
 from . import (activation, control, generator, image, indexing, math, nn, norm, quantize,  # noqa: F401
-               reduce, rnn, sequence, shape, training)
+               reduce, rnn, sequence, shape, strings, training)
