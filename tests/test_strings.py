@@ -101,3 +101,14 @@ def test_onnx_text_meets_numbers_as_onnxruntime_computes():
         assert float(got[0]) == float(want[0]) == 3.0
         for g_, w in zip(got[1:], want[1:]):
             assert g_.shape == w.shape and list(np.asarray(g_).reshape(-1)) == list(np.asarray(w).reshape(-1))
+
+
+def test_arithmetic_is_not_defined_on_strings():
+    from tvmd.ir.diagnostics import DiagnosticError
+    for op in ("add(%x, %x)", "negative(%x)", "maximum(%x, %x)"):
+        text = f"""relay.func @main(%x: tensor<2xstring>) -> tensor<2xstring> {{
+  %c = {op} : tensor<2xstring>
+  return %c
+}}"""
+        with pytest.raises(DiagnosticError, match="not defined on strings"):
+            parse_module(text, "t.relay")

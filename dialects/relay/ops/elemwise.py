@@ -64,6 +64,8 @@ class BinaryBroadcastOp(RelayOp):
         e = same_dtype(self, a, b)
         if self.KIND == "int" and not (isinstance(e, T.IntegerType)):
             raise self.error(f"expects integer operands, got {a} and {b}")
+        if e is T.string and self.name not in ("relay.equal", "relay.not_equal"):
+            raise self.error("is not defined on strings (equal and not_equal are; strings.concat joins them)")
         shape = broadcast_shapes(self, a.shape, b.shape)
         return T.TensorType(shape, T.i1 if self.BOOL_RESULT else e)
 
@@ -147,6 +149,8 @@ class UnaryOp(RelayOp):
             raise self.error(f"expects a floating-point tensor, got {a}")
         if self.KIND == "int" and not isinstance(e, T.IntegerType):
             raise self.error(f"expects an integer tensor, got {a}")
+        if e is T.string and self.name != "relay.copy":
+            raise self.error(f"is not defined on strings, got {a}")
         return a.with_element(T.i1) if self.BOOL_RESULT else a
 
     def compute(self, a):
