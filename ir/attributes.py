@@ -137,17 +137,17 @@ class DenseAttr:
         if not (isinstance(other, DenseAttr) and self.type is other.type and hash(self) == hash(other)):
             return False
         if self.is_splat() and other.is_splat():
-            return self.array.flat[0].tobytes() == other.array.flat[0].tobytes()
+            return _bytes(self.array.flat[:1]) == _bytes(other.array.flat[:1])
         return bool((self.array == other.array).all())
 
     def __hash__(self):
         """A splat hashes by (type, its element): never the full tensor's bytes."""
         if self._hash is None:
             if self.is_splat():
-                self._hash = hash((self.type, "splat", self.array.flat[0].tobytes()))
+                self._hash = hash((self.type, "splat", _bytes(self.array.flat[:1])))
             else:
                 import hashlib
-                self._hash = hash((self.type, hashlib.blake2b(self.array.tobytes(), digest_size=16).digest()))
+                self._hash = hash((self.type, hashlib.blake2b(_bytes(self.array), digest_size=16).digest()))
         return self._hash
 
     @property
@@ -177,6 +177,16 @@ def _is_splat_view(a) -> bool:
     return a.size > 0 and not any(a.strides)
 
 
+def _bytes(a) -> bytes:
+    """The elements' bytes; strings (an object array) as their UTF-8, each
+    with its length (an object array's own bytes are pointers)."""
+    import numpy as np
+    a = np.asarray(a)
+    if a.dtype != object:
+        return a.tobytes()
+    return b"".join(len(b).to_bytes(8, "little") + b for b in (str(x).encode("utf-8") for x in a.reshape(-1)))
+
+
 def _all_same(a) -> bool:
     import numpy as np
     n = a.size
@@ -184,6 +194,9 @@ def _all_same(a) -> bool:
         return False
     if n == 1:
         return True
+    if a.dtype == object:     # strings
+        first = a.flat[0]
+        return all(x == first for x in a.flat)
     # compare bytes, not values: [0.0, -0.0] is not a splat, a NaN splat is
     first = a.flat[0].tobytes()
     if a.flat[n // 2].tobytes() != first or a.flat[n - 1].tobytes() != first:
@@ -286,6 +299,8 @@ def print_attr_dict(d) -> str:
 
 
 def _scalar_text(x, is_float, is_bool):
+    if type(x) is str:
+        return quote(x)
     if is_bool:
         return "true" if x else "false"
     if is_float:
@@ -374,6 +389,11 @@ def _check_elements(value, type, et):
     (ranges as in ir/types.py: int_range, float_range_error)."""
     from .types import FloatType, canonical_int, float_range_error, int_range_error
     elems = _flat_literal(value, []) if isinstance(value, (tuple, list)) else [value]
+    if str(et) == "string" or any(type_(x) is str for x in elems):
+        if str(et) != "string" or not all(type_(x) is str for x in elems):
+            raise ValueError(f"dense elements of a {et} tensor are "
+                             f"{'quoted strings' if str(et) == 'string' else 'numbers'}")
+        return
     if isinstance(et, FloatType):
         for x in elems:
             if type_(x) is bool:

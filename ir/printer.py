@@ -143,7 +143,8 @@ class Printer:
         """``dense<...>`` inline, or ``dense_resource<key>`` for a large one.
         A splat is always inline (``dense<1.0>``), whatever its size: a blob
         would spell out every element."""
-        if a.array.size <= self.inline_elements or a.is_splat():
+        if a.array.size <= self.inline_elements or a.is_splat() or a.array.dtype == object:
+            # (strings have no binary blob form: always inline)
             return print_dense(a)
         key = self._resource_key.get(id(a))
         if key is None:

@@ -48,7 +48,8 @@ INT64_MAX = 2 ** 63 - 1
 
 # the typed field a TensorProto of each supported element type keeps its
 # values in when it has no raw_data (the others: int32_data, one per element)
-_TYPED_FIELD = {1: "float_data", 7: "int64_data", 11: "double_data", 12: "uint64_data", 13: "uint64_data"}
+_TYPED_FIELD = {1: "float_data", 7: "int64_data", 8: "string_data", 11: "double_data", 12: "uint64_data",
+                13: "uint64_data"}
 
 
 def elem_type_problem(elem_type: int) -> str | None:

@@ -17,7 +17,8 @@ registers them all (registry.py loads it on the first conversion).
     training    Adagrad, Momentum, Adam (ai.onnx.preview.training)
     quantize    QuantizeLinear, DequantizeLinear, QLinear*, *Integer
     strings     StringConcat, RegexFullMatch, StringNormalizer, StringSplit
+    ml          LabelEncoder, Binarizer, ArrayFeatureExtractor (ai.onnx.ml)
 """
 
-from . import (activation, control, generator, image, indexing, math, nn, norm, quantize,  # noqa: F401
+from . import (activation, control, generator, image, indexing, math, ml, nn, norm, quantize,  # noqa: F401
                reduce, rnn, sequence, shape, strings, training)
