@@ -54,3 +54,18 @@ def test_numeric_label_encoder_binarizer_and_feature_extractor_compile(capfd):
     check(model(afe, [("x", TP.FLOAT, [3, 4]), ("i", TP.INT64, [3])], [("y", TP.FLOAT, [3, 3])], ml_opset=1),
           x, np.array([3, 0, 3], np.int64))
     assert "interpreter" not in capfd.readouterr().err   # all of it compiled
+
+
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+def test_tfidf_vectorizer_with_skips_over_integers_and_strings(mode):
+    rng = np.random.default_rng(1)
+    pool = [2, 3, 5, 4, 5, 6, 7, 8, 6, 7]          # four 1-grams, three 2-grams
+    common = dict(mode=mode, min_gram_length=1, max_gram_length=2, max_skip_count=2, ngram_counts=[0, 4],
+                  ngram_indexes=[6, 1, 0, 3, 2, 5, 4], weights=[0.5, 2.0, 1.0, 3.0, 0.25, 1.5, 4.0])
+    ints = oh.make_node("TfIdfVectorizer", ["x"], ["y"], pool_int64s=pool, **common)
+    check(model(ints, [("x", TP.INT32, [3, 12])], [("y", TP.FLOAT, [3, 7])]),
+          rng.integers(2, 9, (3, 12)).astype(np.int32))
+    words = [str(v) for v in pool]
+    strs = oh.make_node("TfIdfVectorizer", ["x"], ["y"], pool_strings=words, **common)
+    check(model(strs, [("x", TP.STRING, [12])], [("y", TP.FLOAT, [7])]),
+          np.array([str(v) for v in rng.integers(2, 9, 12)], dtype=object))

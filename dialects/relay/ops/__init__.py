@@ -18,6 +18,7 @@
     pool_argmax  nn.max_pool_argmax (ONNX MaxPool's Indices)
     roi_align  vision.roi_align (ONNX RoiAlign)
     strings    strings.concat, regex_full_match, normalize, split: string tensors
+    ml         ml.tfidf_vectorizer (ONNX ai.onnx.ml ops no other op composes)
     qnn        quantize, dequantize, requantize, qnn.conv2d, qnn.dense, ...
     control    tuples, projections, if / yield
     loop       counted loops: carried values, stacked per-step outputs
@@ -27,5 +28,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, strings, qnn)
+               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, strings, ml, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -1,6 +1,7 @@
 """ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, as relay ops
 that already exist (numbers compile; a string key or value keeps the model
-in the interpreter, as every string tensor does).
+in the interpreter, as every string tensor does); TfIdfVectorizer (ONNX
+domain) as relay's ml.tfidf_vectorizer.
 
 LabelEncoder maps each element through (keys, values), `default` for an
 element that is no key:
@@ -79,3 +80,14 @@ def array_feature_extractor(cx, node):
     """x's elements at the indices along its last axis."""
     x, idx = node.input(0), node.input(1)
     return cx.op("take", x, cx.op("reshape", idx, newshape=(-1,)), axis=cx.rank(x) - 1)
+
+
+@converter("TfIdfVectorizer", 9)
+def tfidf_vectorizer(cx, node):
+    return cx.op("ml.tfidf_vectorizer", node.input(0), mode=node.attr("mode", "TF"),
+                 min_gram_length=node.attr("min_gram_length", 1), max_gram_length=node.attr("max_gram_length", 1),
+                 max_skip_count=node.attr("max_skip_count", 0), ngram_counts=tuple(node.attr("ngram_counts") or ()),
+                 ngram_indexes=tuple(node.attr("ngram_indexes") or ()),
+                 pool_int64s=tuple(node.attr("pool_int64s") or ()),
+                 pool_strings=tuple(node.attr("pool_strings") or ()),
+                 weights=tuple(float(w) for w in node.attr("weights") or ()))
