@@ -20,7 +20,7 @@ encode (f32 or f64 -> f8, round to nearest even, overflow to inf / NaN)::
     a <  2^(1 - bias):           code = roundeven(|x| * 2^(bias - 1 + M))  (subnormal,
                                  or the least normal when it rounds up)
     code > max_code or x = inf:  overflow_code;   x NaN: nan_code
-    sign: bit 7 (the FNUZ formats have no -0: a zero code stays 0)
+    sign: bit 7, a NaN's too (the FNUZ formats have no -0 and one NaN, 0x80)
 """
 
 from __future__ import annotations
@@ -96,10 +96,10 @@ def encode(b, x, fmt: Format, module):
     over = b.or_(b.icmp_unsigned(">", code, c(fmt.max_code)), b.icmp_unsigned("==", a, c(inf_bits)))
     code = b.select(over, c(fmt.overflow_code), code)
     is_nan = b.icmp_unsigned(">", a, c(inf_bits))
-    if fmt.specials == "fnuz":       # no -0; the NaN has the sign bit already
+    code = b.select(is_nan, c(fmt.nan_code), code)
+    if fmt.specials == "fnuz":       # no -0; the one NaN has the sign bit already
         signed = b.and_(b.icmp_unsigned("!=", code, c(0)), b.icmp_unsigned("!=", code, c(0x80)))
         code = b.select(signed, b.or_(code, b.shl(sign, c(7))), code)
-    else:
+    else:                            # a NaN keeps its sign too (ONNX's -NaN -> -NaN)
         code = b.or_(code, b.shl(sign, c(7)))
-    code = b.select(is_nan, c(fmt.nan_code), code)
     return b.trunc(code, L.ty(I8))
