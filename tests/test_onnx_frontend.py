@@ -392,6 +392,26 @@ def test_resize(mode, coord):
           rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode,coord,exclude,scales", [
+    ("linear", "half_pixel", 0, [1, 1, 0.6, 0.35]), ("cubic", "half_pixel", 0, [1, 1, 0.5, 0.7]),
+    ("cubic", "pytorch_half_pixel", 1, [1, 1, 0.4, 1.0]), ("linear", "align_corners", 0, [1, 1, 0.75, 0.3]),
+    ("linear", "asymmetric", 1, [1, 1, 1.5, 0.45])])
+def test_resize_antialias(mode, coord, exclude, scales):
+    """A downscale stretches the kernel by 1 / scale (one dense per axis).
+    Against onnx's reference evaluator; onnxruntime too, except with
+    align_corners, where its antialiasing maps coordinates otherwise than
+    the reference does (it differs from the reference at even scales)."""
+    from onnx.reference import ReferenceEvaluator
+    nodes = [node("Resize", ["x", "", "scales"], mode=mode, coordinate_transformation_mode=coord, antialias=1,
+                  exclude_outside=exclude)]
+    inputs, inits = {"x": rand(2, 3, 10, 13)}, [init("scales", np.array(scales, np.float32))]
+    model = make_model(nodes, inputs, (("y", TP.FLOAT),), inits, 18)
+    (got,) = run_tvmd(model, inputs)
+    np.testing.assert_allclose(got, ReferenceEvaluator(model).run(None, inputs)[0], rtol=1e-4, atol=1e-5)
+    if coord != "align_corners":
+        np.testing.assert_allclose(got, run_ort(model, inputs)[0], rtol=1e-4, atol=1e-5)
+
+
 def test_quantize_dequantize_per_channel():
     nodes = [node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
              node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)]

@@ -237,6 +237,37 @@ def source_coords(mode, L, M, roi, scale=None):
     return np.full(M, 0.5 * (start + end) * (L - 1))
 
 
+def antialias_weights(method, L, M, coord, scale, cubic_a=-0.75, exclude=False):
+    """The (M, L) matrix of ONNX Resize's antialiased linear or cubic
+    resampling along one axis (``antialias = 1``): output i is the sum of
+    the inputs j weighted by the kernel at s * (j - x_i), s = min(scale, 1)
+    (a downscale stretches the kernel by 1 / scale), x_i = source_coords(i),
+    over every j the stretched kernel reaches, normalised to sum 1.  An
+    index outside the input reads the edge (its weight moves there), or
+    with `exclude` is dropped and the rest renormalised."""
+    s = min(scale, 1.0)
+    x = source_coords(coord, L, M, None, scale)
+    reach = (1.0 if method == "linear" else 2.0) / s
+    lo = np.floor(x - reach).astype(np.int64) + 1
+    taps = lo[:, None] + np.arange(int(np.ceil(2 * reach)) + 1)[None, :]
+    d = np.abs((taps - x[:, None]) * s)
+    if method == "linear":
+        w = np.clip(1 - d, 0, None)
+    else:
+        a = cubic_a
+        w = np.where(d <= 1, (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1,
+                     np.where(d < 2, a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a, 0.0))
+    w = w / w.sum(axis=1, keepdims=True)
+    inside = (taps >= 0) & (taps < L)
+    if exclude:
+        w = np.where(inside, w, 0.0)
+        total = w.sum(axis=1, keepdims=True)
+        w = w / np.where(total == 0, 1.0, total)
+    W = np.zeros((M, L))
+    np.add.at(W, (np.repeat(np.arange(M), taps.shape[1]), np.clip(taps, 0, L - 1).reshape(-1)), w.reshape(-1))
+    return W
+
+
 def _round(x, how):
     if how == "round_prefer_floor":
         return np.ceil(x - 0.5)

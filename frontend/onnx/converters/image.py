@@ -1,6 +1,8 @@
 """Resize and Upsample -> image.resize1d / resize2d / resize3d.
 
 Only the spatial axes may change size (batch and channel scales are 1).
+With ``antialias = 1`` a linear or cubic downscale is one dense per axis by
+a constant matrix (image.antialias_weights), not a resize op.
 The output size is `sizes`, or floor(input * scale) per axis.  ONNX's
 coordinate modes, nearest rounding and cubic coefficients have the names
 TVM's resize attributes take.
@@ -56,6 +58,31 @@ def _spatial(cx, xs, out, scales):
     return list(out[2:]), (given if uneven else None)
 
 
+def _antialiased(cx, x, xs, out, mode, coord, cubic_a, exclude):
+    """Resize with ``antialias = 1``: separable, one dense per spatial axis
+    that changes size, by the constant matrix of image.antialias_weights
+    (the axis moved last and back)."""
+    import numpy as np
+
+    from ....dialects.relay.ops.image import antialias_weights
+    from ....ir import types as T
+    sizes, given = out
+    rank = len(xs)
+    dtype = cx.dtype(x)
+    x = cx.cast(x, T.f32)     # weighed in f32 (ONNX's reference: in floats, then cast back)
+    for k, (a, m) in enumerate(zip(range(2, rank), sizes)):
+        scale = given[k] if given is not None else m / xs[a]
+        if m == xs[a] and scale == 1.0:
+            continue
+        w = antialias_weights(mode, xs[a], m, coord, scale, cubic_a, exclude)
+        perm = [i for i in range(rank) if i != a] + [a]
+        back = [perm.index(i) for i in range(rank)]
+        y = cx.op("transpose", x, axes=tuple(perm)) if a != rank - 1 else x
+        y = cx.op("nn.dense", y, cx.const(w.astype(np.float32)), units=m)
+        x = cx.op("transpose", y, axes=tuple(back)) if a != rank - 1 else y
+    return cx.cast(x, dtype)
+
+
 @converter("Upsample", 7)
 def upsample(cx, node):
     """Asymmetric coordinates; nearest takes floor(i / scale)."""
@@ -92,8 +119,6 @@ def resize(cx, node):
         raise cx.error(f"unknown coordinate_transformation_mode '{coord}'")
     if rounding not in _ROUNDING:
         raise cx.error(f"unknown nearest_mode '{rounding}'")
-    if node.attr("antialias", 0):
-        raise cx.unsupported("antialias = 1")
     xs = cx.static_shape(x)
     rank = len(xs)
     axes = norm_axes(cx, node.attr("axes") or range(rank), rank)
@@ -124,6 +149,11 @@ def resize(cx, node):
         out = _spatial_sizes(cx, node, x, full)
     else:
         raise cx.error("needs scales or sizes")
+    if node.attr("antialias", 0) and mode != "nearest":
+        if coord == "tf_crop_and_resize":
+            raise cx.unsupported("antialias with tf_crop_and_resize")
+        return _antialiased(cx, x, xs, out, mode, coord, node.attr("cubic_coeff_a", -0.75),
+                            node.attr("exclude_outside", 0))
     roi = None
     if coord == "tf_crop_and_resize":
         r = cx.static_floats(roi_v, "roi")      # starts then ends, over `axes`
