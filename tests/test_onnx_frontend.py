@@ -419,6 +419,30 @@ def test_quantize_dequantize_per_channel():
           inits=[init("s", np.array([0.02, 0.05, 0.1], np.float32)), init("z", np.array([120, 128, 10], np.uint8))])
 
 
+@pytest.mark.parametrize("block,dtype", [(2, TP.INT8), (3, TP.UINT8), (4, TP.INT4)])
+def test_blocked_quantize_dequantize(block, dtype):
+    """block_size B: each scale / zero point covers B elements along the axis
+    (the last block shorter when B does not divide it)."""
+    x = rand(2, 7, 3) * 4
+    nb = -(-7 // block)
+    s = (np.abs(rand(2, nb, 3)) + 0.05).astype(np.float32)
+    zdt = {TP.INT8: np.int8, TP.UINT8: np.uint8, TP.INT4: np.int8}[dtype]
+    z = ints(-3 if dtype != TP.UINT8 else 0, 4, 2, nb, 3, dtype=zdt)
+    zinit = oh.make_tensor("z", dtype, z.shape, z.reshape(-1).tolist())
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1, block_size=block),
+             node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1, block_size=block)]
+    model = make_model(nodes, {"x": x}, [("q", dtype), ("y", TP.FLOAT)], [init("s", s), zinit], 21)
+    from onnx.reference import ReferenceEvaluator
+    want = ReferenceEvaluator(model).run(None, {"x": x})
+    got = run_tvmd(model, {"x": x})
+    np.testing.assert_array_equal(got[0].astype(np.int32), want[0].astype(np.int32))
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-6)
+    if dtype != TP.INT4:    # onnxruntime's CPU kernels take blocked 8-bit types
+        ort_out = run_ort(model, {"x": x})
+        np.testing.assert_array_equal(got[0], ort_out[0])
+        np.testing.assert_allclose(got[1], ort_out[1], rtol=1e-6, atol=1e-6)
+
+
 def test_qlinear_matmul_and_conv():
     a = ints(0, 255, 2, 3, 4, dtype=np.uint8)
     nodes = [node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["m"]),

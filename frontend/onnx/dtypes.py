@@ -106,8 +106,9 @@ def tensor_problem(tensor) -> str | None:
     n = 1
     for d in dims:
         n *= d
+    # 4- and 2-bit integers are packed, two or four to a byte of raw_data or an int32_data entry
+    per_byte = {21: 2, 22: 2, 25: 4, 26: 4}.get(tensor.data_type)
     if tensor.HasField("raw_data"):
-        per_byte = {21: 2, 22: 2, 25: 4, 26: 4}.get(tensor.data_type)    # packed 4- and 2-bit integers
         want = -(-n // per_byte) if per_byte else n * T.to_numpy_dtype(et).itemsize
         if len(tensor.raw_data) != want:
             return (f"has dims {_dims_text(dims)} ({n} elements, {want} bytes of "
@@ -115,7 +116,8 @@ def tensor_problem(tensor) -> str | None:
         return None
     field = _TYPED_FIELD.get(tensor.data_type, "int32_data")
     got = len(getattr(tensor, field))
-    if got != n:
+    want = -(-n // per_byte) if per_byte else n
+    if got != want:
         return f"has dims {_dims_text(dims)} ({n} elements) but its {field} holds {got} values"
     return None
 

@@ -3,8 +3,10 @@ QLinearConv, MatMulInteger, ConvInteger -> relay's qnn ops.
 
 Relay's qnn ops take f32 scales and i32 zero points as operands (scalars,
 or vectors along `axis` for per-channel parameters); ONNX's are cast to
-those.  To and from float8 (a float8 zero point) is plain f32 arithmetic
-and a cast, saturating as QuantizeLinear's ``saturate`` says.  The QLinear ops multiply exactly in integers (qnn.dense,
+those.  To and from float8 (a float8 zero point), and blocked quantization
+(``block_size``: each parameter covers a block of B elements along the
+axis), is plain f32 arithmetic and a cast, saturating as QuantizeLinear's
+``saturate`` says.  The QLinear ops multiply exactly in integers (qnn.dense,
 qnn.batch_matmul, qnn.conv2d), then rescale as ONNX defines it: the
 accumulator times a_scale * b_scale / y_scale in floating point, rounded
 half to even by qnn.quantize (qnn.requantize rounds halves up or away from
@@ -50,15 +52,64 @@ def _along_axis(cx, node, x, p, params):
     return cx.op("expand_dims", p, axis=1, num_newaxis=cx.rank(x) - axis - 1) if axis < cx.rank(x) - 1 else p
 
 
-def _no_blocks(cx, node):
+def _blocked(cx, node, x, p):
+    """Parameter `p` of blocked quantization (``block_size`` B: p's `axis`
+    is ceil(D / B) long) repeated B times along it and cut to x's D, so it
+    is elementwise with x."""
+    rank = cx.rank(x)
+    axis = norm_axis(cx, node.attr("axis", 1), rank)
+    b = node.attr("block_size")
+    if cx.rank(p) != rank:
+        raise cx.error(f"blocked quantization takes parameters of x's rank {rank}, got {cx.type(p)}")
+    d = cx.static_shape(x)[axis]
+    if cx.static_shape(p)[axis] != -(-d // b):
+        raise cx.error(f"block_size {b} cuts axis {axis} (length {d}) into {-(-d // b)} blocks, "
+                       f"but the parameters have {cx.static_shape(p)[axis]}")
+    full = cx.op("repeat", p, repeats=b, axis=axis)
+    if -(-d // b) * b != d:
+        begin, end = [0] * rank, list(cx.static_shape(full))
+        end[axis] = d
+        full = cx.op("strided_slice", full, begin=tuple(begin), end=tuple(end))
+    return full
+
+
+def _elementwise_params(cx, node, x, s, z):
+    """A function shaping a parameter (as f32) to broadcast against x:
+    blocked (``block_size``) or per tensor / per axis."""
     if node.attr("block_size", 0):
-        raise cx.unsupported("blocked quantization (block_size)")
+        return lambda p: cx.cast(_blocked(cx, node, x, p), T.f32)
+    return lambda p: _along_axis(cx, node, x, cx.cast(p, T.f32), (s, z))
+
+
+def _quantize_float(cx, node, x, s, z, out):
+    """saturate(x / s + z) in f32 arithmetic: rounded half to even and
+    clamped for an integer `out`; a float8 `out` rounds in its cast
+    (saturating as the node says)."""
+    shaped = _elementwise_params(cx, node, x, s, z)
+    y = cx.op("divide", _float(cx, x), shaped(s))
+    if T.is_f8(out):
+        from .math import cast_saturating
+        return cast_saturating(cx, node, y if z is None else cx.op("add", y, shaped(z)), out)
+    y = cx.op("round", y)
+    if z is not None:
+        y = cx.op("add", y, shaped(z))
+    from ....dialects.relay.ops.qnn_math import qrange
+    lo, hi = qrange(T.to_numpy_dtype(out))
+    return cx.cast(cx.op("clip", y, a_min=float(lo), a_max=float(hi)), out)
+
+
+def _dequantize_float(cx, node, x, s, z, out):
+    """(x - z) * s in f32, cast to `out`."""
+    shaped = _elementwise_params(cx, node, x, s, z)
+    y = cx.cast(x, T.f32)
+    if z is not None:
+        y = cx.op("subtract", y, shaped(z))
+    return cx.cast(cx.op("multiply", y, shaped(s)), out)
 
 
 @converter("QuantizeLinear", 10)
 def quantize_linear(cx, node):
     from ..dtypes import onnx_type_name, to_tvmd
-    _no_blocks(cx, node)
     x, s, z = node.input(0), node.input(1), node.input(2)
     if z is not None:
         out = cx.dtype(z)
@@ -68,15 +119,11 @@ def quantize_linear(cx, node):
             raise cx.unsupported(f"output_dtype {onnx_type_name(node.attr('output_dtype'))}")
     else:
         out = T.u8
-    if T.is_f8(out):
-        from .math import cast_saturating
-        y = cx.op("divide", _float(cx, x), _along_axis(cx, node, x, _scale(cx, s), (s, z)))
-        if z is not None:
-            y = cx.op("add", y, _along_axis(cx, node, x, cx.cast(z, T.f32), (s, z)))
-        return cast_saturating(cx, node, y, out)
     name = T.tvm_dtype_name(out)
-    if name not in _QUANT_OUT:
+    if not T.is_f8(out) and name not in _QUANT_OUT:
         raise cx.unsupported(f"quantizing to {name}")
+    if T.is_f8(out) or node.attr("block_size", 0):
+        return _quantize_float(cx, node, x, s, z, out)
     if not T.is_float(cx.dtype(x)):
         x = cx.cast(x, T.f32)
     return cx.op("qnn.quantize", x, _scale(cx, s), _zero_point(cx, z), axis=_axis(cx, node, x, (s, z)),
@@ -85,17 +132,13 @@ def quantize_linear(cx, node):
 
 @converter("DequantizeLinear", 10)
 def dequantize_linear(cx, node):
-    _no_blocks(cx, node)
     x, s, z = node.input(0), node.input(1), node.input(2)
     out = cx.dtype(s)
     if node.attr("output_dtype"):
         from .common import onnx_dtype
         out = onnx_dtype(cx, node.attr("output_dtype"), "output_dtype")
-    if T.is_f8(cx.dtype(x)):
-        y = cx.cast(x, T.f32)
-        if z is not None:
-            y = cx.op("subtract", y, _along_axis(cx, node, x, cx.cast(z, T.f32), (s, z)))
-        return cx.cast(cx.op("multiply", y, _along_axis(cx, node, x, _scale(cx, s), (s, z))), out)
+    if T.is_f8(cx.dtype(x)) or node.attr("block_size", 0):
+        return _dequantize_float(cx, node, x, s, z, out)
     return cx.op("qnn.dequantize", x, _scale(cx, s), _zero_point(cx, z), axis=_axis(cx, node, x, (s, z)),
                  out_dtype=T.tvm_dtype_name(out))
 
