@@ -412,6 +412,19 @@ def test_resize_antialias(mode, coord, exclude, scales):
         np.testing.assert_allclose(got, run_ort(model, inputs)[0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("n_mel,dft,rate,lo,hi", [(8, 16, 8192, 0.0, 4096.0), (20, 512, 16000, 80.0, 7600.0),
+                                                 (5, 64, 22050, 300.0, 3000.0)])
+def test_mel_weight_matrix(n_mel, dft, rate, lo, hi):
+    """Built at import from known inputs; against onnx's reference evaluator."""
+    from onnx.reference import ReferenceEvaluator
+    inputs = {"n": np.int32(n_mel), "d": np.int32(dft), "r": np.int32(rate), "lo": np.float32(lo),
+              "hi": np.float32(hi)}
+    model = make_model([node("MelWeightMatrix", ["n", "d", "r", "lo", "hi"])], {},
+                       (("y", TP.FLOAT),), [init(k, v) for k, v in inputs.items()], 17)
+    (got,) = run_tvmd(model, {})
+    np.testing.assert_allclose(got, ReferenceEvaluator(model).run(None, {})[0], rtol=1e-6, atol=1e-7)
+
+
 def test_quantize_dequantize_per_channel():
     nodes = [node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
              node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)]

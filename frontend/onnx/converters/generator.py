@@ -93,3 +93,42 @@ def eye_like(cx, node):
     t = onnx_dtype(cx, dt) if dt is not None else cx.dtype(x)
     cx.check_size(shape, t, "the identity matrix")
     return cx.const(np.eye(shape[0], shape[1], node.attr("k", 0), dtype=T.to_numpy_dtype(t)))
+
+
+@converter("MelWeightMatrix", 17)
+def mel_weight_matrix(cx, node):
+    """The [dft_length / 2 + 1, num_mel_bins] matrix of triangular mel
+    filters, peak 1, computed at import (its inputs must be known then).
+    Edges: num_mel_bins + 2 points from mel(lower) in equal mel steps of
+    (mel(upper) - mel(lower)) / (num_mel_bins + 2), mel(f) = 2595 log10(1 +
+    f / 700), each mapped back to hertz and to the spectrogram bin
+    floor((dft_length + 1) * f / sample_rate).  Filter i rises over bins
+    [edge_i, edge_i+1] and falls over [edge_i+1, edge_i+2) (onnx's
+    reference; a filter whose rise is empty is 1 at its centre)."""
+    import numpy as np
+
+    from ..dtypes import onnx_type_name, to_tvmd
+    n_mel, dft, rate = (int(cx.static_scalar(node.input(i), w))
+                        for i, w in enumerate(("num_mel_bins", "dft_length", "sample_rate")))
+    lo, hi = (float(cx.static_scalar(node.input(i), w)) for i, w in ((3, "lower_edge_hertz"),
+                                                                      (4, "upper_edge_hertz")))
+    if n_mel < 1 or dft < 1 or rate <= 0 or not 0 <= lo < hi <= rate / 2:
+        raise cx.error(f"needs num_mel_bins, dft_length, sample_rate > 0 and 0 <= lower < upper edge <= "
+                       f"sample_rate / 2, got {n_mel}, {dft}, {rate}, {lo}, {hi}")
+    out_t = to_tvmd(node.attr("output_datatype", 1))
+    if out_t is None:
+        raise cx.unsupported(f"output_datatype {onnx_type_name(node.attr('output_datatype', 1))}")
+    mel_lo, mel_hi = (2595 * np.log10(1 + f / 700) for f in (lo, hi))
+    step = (mel_hi - mel_lo) / (n_mel + 2)
+    hz = 700 * (10 ** ((np.arange(n_mel + 2) * step + mel_lo) / 2595) - 1)
+    edges = ((dft + 1) * hz // rate).astype(np.int64)
+    w = np.zeros((dft // 2 + 1, n_mel))
+    for i in range(n_mel):
+        a, c, b = edges[i], edges[i + 1], edges[i + 2]
+        if c == a:
+            w[c, i] = 1
+        else:
+            w[a:c + 1, i] = (np.arange(a, c + 1) - a) / (c - a)
+        if b > c:
+            w[c:b, i] = (b - np.arange(c, b)) / (b - c)
+    return cx.const(w.astype(T.to_numpy_dtype(out_t)))
