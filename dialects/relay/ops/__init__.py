@@ -4,6 +4,7 @@
     nn         dense, matmul, contrib_dense_pack, batch_matmul, bias_add, softmax, dropout, pad, lrn, ...
     attention  nn.attention: softmax(scale q k^T + bias, masked) v in one op
     conv       conv1d, conv2d, conv3d, conv2d_transpose
+    deformable_conv  nn.deformable_conv2d (ONNX DeformConv; with or without a mask)
     pool       max/avg pools, global and adaptive pools
     norm       batch_norm, layer_norm, group_norm, instance_norm
     reduce     sum, mean, max, min, prod, argmax, argmin, variance, std
@@ -28,5 +29,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, strings, ml, qnn)
+               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, strings, ml, deformable_conv, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -38,6 +38,21 @@ def conv(cx, node):
     return _bias(cx, y, b)
 
 
+@converter("DeformConv", 19)
+def deform_conv(cx, node):
+    """nn.deformable_conv2d (2-d only), then the bias."""
+    x, w, offset, b, mask = (node.input(i) for i in range(5))
+    if _nd(cx, x) != 2:
+        raise cx.unsupported(f"{_nd(cx, x)}-d deformable convolution (2-d only)")
+    kernel, strides, dilations, pads = spatial_attrs(cx, node, x, cx.shape(w))
+    if tuple(cx.shape(w)[2:]) != kernel:
+        raise cx.error(f"kernel_shape {list(kernel)} does not match the weight {cx.ttype(w)}")
+    operands = [x, offset, w] + ([mask] if mask is not None else [])
+    y = cx.op("nn.deformable_conv2d", *operands, strides=strides, padding=pads, dilation=dilations,
+              deformable_groups=node.attr("offset_group", 1), groups=node.attr("group", 1))
+    return _bias(cx, y, b)
+
+
 @converter("ConvTranspose", 1)
 def conv_transpose(cx, node):
     """Output size stride*(in-1) + output_padding + (k-1)*dilation + 1
