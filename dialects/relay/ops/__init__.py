@@ -13,6 +13,7 @@
     dyn        dyn.reshape, dyn.topk, dyn.arange, dyn.unique, dyn.non_max_suppression:
                output shapes from input values
     image      resize2d, upsampling
+    image_decode  image.decode (ONNX ImageDecoder, through Pillow)
     grid_sample  image.grid_sample (ONNX GridSample)
     signal     dft (ONNX DFT)
     linalg     det, col2im (ONNX Det, Col2Im)
@@ -29,5 +30,5 @@
 """
 
 from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
-               transform, tensor, dyn, image, grid_sample, signal, linalg, pool_argmax, roi_align, strings, ml, deformable_conv, qnn)
+               transform, tensor, dyn, image, image_decode, grid_sample, signal, linalg, pool_argmax, roi_align, strings, ml, deformable_conv, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

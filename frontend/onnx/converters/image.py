@@ -194,3 +194,9 @@ def roi_align(cx, node):
                  pooled_size=[node.attr("output_height", 1), node.attr("output_width", 1)],
                  spatial_scale=float(node.attr("spatial_scale", 1.0)), sample_ratio=node.attr("sampling_ratio", 0),
                  mode=mode, half_pixel=coord == "half_pixel")
+
+
+@converter("ImageDecoder", 20)
+def image_decoder(cx, node):
+    """image.decode (Pillow decodes the file)."""
+    return cx.op("image.decode", node.input(0), pixel_format=node.attr("pixel_format", "RGB"))
