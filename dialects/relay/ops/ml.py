@@ -1,4 +1,5 @@
-"""Classic ML operators (ONNX's ai.onnx.ml) that no other op composes.
+"""Classic ML operators (ONNX's ai.onnx.ml) that no other op composes:
+ml.tfidf_vectorizer, ml.tree_ensemble (its docstring has the encoding).
 
     %y = ml.tfidf_vectorizer(%x) {mode = "TF", min_gram_length = 1, max_gram_length = 2,
                                   max_skip_count = 0, ngram_counts = [0, 4],
@@ -97,3 +98,137 @@ class TfIdfVectorizerOp(RelayOp):
             y[:, j] += counts[:, i]
         y = y.astype(np.float32)
         return y.reshape(k) if x.ndim == 1 else y
+
+
+class TreeEnsembleOp(RelayOp):
+    """``ml.tree_ensemble(%x) {...}``: ONNX ai.onnx.ml TreeEnsemble (v5).
+
+    x [N, F] floats; y [N, n_targets].  Each tree starts at its root in
+    ``tree_roots``; an interior node k compares feature
+    ``nodes_featureids[k]`` by ``nodes_modes[k]`` (0 <=, 1 <, 2 >=, 3 >,
+    4 ==, 5 !=, against ``nodes_splits[k]``; 6: member of the k-th set of
+    ``membership_values``, sets split by NaN) and goes to its true or false
+    child (a node, or a leaf where ``nodes_trueleafs`` / ``nodes_falseleafs``
+    say so); a NaN feature goes true where ``nodes_missing_value_tracks_true``
+    says so, else as the comparison gives (only != holds for NaN).  The leaf adds ``leaf_weights`` to target ``leaf_targetids``:
+    summed over the trees (SUM), averaged, or the MIN / MAX; then
+    ``post_transform`` (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT)."""
+    __slots__ = ()
+    name = "relay.ml.tree_ensemble"
+    OPERANDS = ("data",)
+    ATTRS = {"n_targets": Attr(INT), "tree_roots": Attr(INTS), "nodes_featureids": Attr(INTS),
+             "nodes_modes": Attr(INTS), "nodes_splits": Attr(FLOATS, ()), "nodes_truenodeids": Attr(INTS),
+             "nodes_trueleafs": Attr(INTS), "nodes_falsenodeids": Attr(INTS), "nodes_falseleafs": Attr(INTS),
+             "nodes_missing_value_tracks_true": Attr(INTS, ()), "membership_values": Attr(FLOATS, ()),
+             "leaf_targetids": Attr(INTS), "leaf_weights": Attr(FLOATS),
+             "aggregate_function": Attr(enum("AVERAGE", "SUM", "MIN", "MAX"), "SUM"),
+             "post_transform": Attr(enum("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"), "NONE")}
+    PATTERN = OpPattern.OPAQUE
+
+    _NODE_ATTRS = ("nodes_featureids", "nodes_modes", "nodes_truenodeids", "nodes_trueleafs",
+                   "nodes_falsenodeids", "nodes_falseleafs")
+
+    def type_relation(self, x):
+        tensor_type(self, x)
+        a = self.attributes
+        if x.rank != 2 or not T.is_float(x.element_type):
+            raise self.error(f"expects float features [N, F], got {x}")
+        n = len(a["nodes_featureids"])
+        if any(len(a[k]) != n for k in self._NODE_ATTRS) or \
+                (a["nodes_splits"] and len(a["nodes_splits"]) != n) or \
+                (a["nodes_missing_value_tracks_true"] and len(a["nodes_missing_value_tracks_true"]) != n):
+            raise self.error(f"the nodes_* attributes must all list {n} nodes")
+        leaves = len(a["leaf_weights"])
+        if len(a["leaf_targetids"]) != leaves or not all(0 <= t < a["n_targets"] for t in a["leaf_targetids"]):
+            raise self.error("leaf_targetids and leaf_weights list the same leaves, targets in [0, n_targets)")
+        for k in range(n):
+            for leaf, ids in ((a["nodes_trueleafs"][k], "nodes_truenodeids"),
+                              (a["nodes_falseleafs"][k], "nodes_falsenodeids")):
+                if not 0 <= a[ids][k] < (leaves if leaf else n):
+                    raise self.error(f"node {k}: {ids} {a[ids][k]} is no {'leaf' if leaf else 'node'}")
+        if not all(0 <= r < n for r in a["tree_roots"]) or any(not 0 <= m <= 6 for m in a["nodes_modes"]):
+            raise self.error("tree_roots must index nodes, nodes_modes be 0..6")
+        return T.TensorType((x.shape[0], a["n_targets"]), x.element_type)
+
+    def compute(self, x):
+        a = self.attributes
+        feats = np.asarray(a["nodes_featureids"])
+        modes = np.asarray(a["nodes_modes"])
+        splits = np.asarray(a["nodes_splits"] or [0.0] * len(feats), np.float64)
+        nan_true = np.asarray(a["nodes_missing_value_tracks_true"] or [0] * len(feats), bool)
+        true_id, true_leaf = np.asarray(a["nodes_truenodeids"]), np.asarray(a["nodes_trueleafs"], bool)
+        false_id, false_leaf = np.asarray(a["nodes_falsenodeids"]), np.asarray(a["nodes_falseleafs"], bool)
+        sets, cur = [], []
+        for v in a["membership_values"]:
+            if np.isnan(v):
+                sets.append(cur)
+                cur = []
+            else:
+                cur.append(v)
+        sets.append(cur)
+        member_set = {}
+        for k in np.flatnonzero(modes == 6):
+            member_set[k] = np.asarray(sets[len(member_set)] if len(member_set) < len(sets) else [])
+        xv = x.astype(np.float64)
+        n = xv.shape[0]
+        targets, weights = np.asarray(a["leaf_targetids"]), np.asarray(a["leaf_weights"], np.float64)
+        per_tree = []
+        for root in a["tree_roots"]:
+            node = np.full(n, root)
+            leaf = np.full(n, -1)
+            while (leaf < 0).any():
+                live = np.flatnonzero(leaf < 0)
+                k = node[live]
+                f = xv[live, feats[k]]
+                s = splits[k]
+                go = np.select([modes[k] == 0, modes[k] == 1, modes[k] == 2, modes[k] == 3, modes[k] == 4,
+                                modes[k] == 5], [f <= s, f < s, f >= s, f > s, f == s, f != s], False)
+                for m in np.flatnonzero(modes[k] == 6):
+                    go[m] = f[m] in member_set[k[m]]
+                go = go | (np.isnan(f) & nan_true[k])
+                nxt = np.where(go, true_id[k], false_id[k])
+                is_leaf = np.where(go, true_leaf[k], false_leaf[k])
+                leaf[live[is_leaf]] = nxt[is_leaf]
+                node[live[~is_leaf]] = nxt[~is_leaf]
+            contrib = np.full((n, a["n_targets"]), np.nan)
+            for t in range(a["n_targets"]):
+                hit = targets[leaf] == t
+                contrib[hit, t] = weights[leaf[hit]]
+            per_tree.append(contrib)
+        scores = np.stack(per_tree)                                   # (trees, n, targets); NaN: no leaf there
+        agg = a["aggregate_function"]
+        if agg == "SUM":
+            y = np.nansum(scores, axis=0)
+        elif agg == "AVERAGE":
+            y = np.nansum(scores, axis=0) / len(per_tree)
+        else:
+            with np.errstate(all="ignore"):
+                y = (np.nanmin if agg == "MIN" else np.nanmax)(np.where(np.isnan(scores).all(0), 0.0, scores), 0) \
+                    if scores.size else np.zeros((n, a["n_targets"]))
+        return _post_transform(y, a["post_transform"]).astype(x.dtype)
+
+
+def _post_transform(y, how):
+    if how == "LOGISTIC":
+        return 1 / (1 + np.exp(-y))
+    if how in ("SOFTMAX", "SOFTMAX_ZERO"):
+        e = np.exp(y - y.max(axis=1, keepdims=True))
+        if how == "SOFTMAX_ZERO":
+            e = np.where(y == 0, 0.0, e)
+        total = e.sum(axis=1, keepdims=True)
+        return e / np.where(total == 0, 1.0, total)
+    if how == "PROBIT":
+        return np.sqrt(2) * _erfinv(2 * y - 1)
+    return y
+
+
+def _erfinv(v):
+    """The inverse error function: Newton's method on math.erf, from the
+    start sign(v) sqrt(-log(1 - v^2)) (numpy has no erfinv)."""
+    from math import erf, pi, sqrt
+    v = np.clip(np.asarray(v, np.float64), -1 + 1e-15, 1 - 1e-15)
+    x = np.sign(v) * np.sqrt(-np.log((1 - v) * (1 + v))) * 0.8
+    erf_v = np.vectorize(erf)
+    for _ in range(50):
+        x = x - (erf_v(x) - v) / (2 / sqrt(pi) * np.exp(-x * x))
+    return x

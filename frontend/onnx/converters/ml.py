@@ -1,7 +1,8 @@
 """ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, as relay ops
 that already exist (numbers compile; a string key or value keeps the model
 in the interpreter, as every string tensor does); TfIdfVectorizer (ONNX
-domain) as relay's ml.tfidf_vectorizer.
+domain) and TreeEnsemble as relay's ml.tfidf_vectorizer and
+ml.tree_ensemble.
 
 LabelEncoder maps each element through (keys, values), `default` for an
 element that is no key:
@@ -91,3 +92,26 @@ def tfidf_vectorizer(cx, node):
                  pool_int64s=tuple(node.attr("pool_int64s") or ()),
                  pool_strings=tuple(node.attr("pool_strings") or ()),
                  weights=tuple(float(w) for w in node.attr("weights") or ()))
+
+
+@converter("TreeEnsemble", 5, domain=DOMAIN)
+def tree_ensemble(cx, node):
+    """relay's ml.tree_ensemble; the tensor attributes become lists."""
+    def listed(name, cast=float):
+        t = _tensor_attr(cx, node, name)
+        return () if t is None else tuple(cast(v) for v in t.reshape(-1))
+    ints = ("tree_roots", "nodes_featureids", "nodes_truenodeids", "nodes_trueleafs", "nodes_falsenodeids",
+            "nodes_falseleafs", "nodes_missing_value_tracks_true", "leaf_targetids")
+    attrs = {k: tuple(int(v) for v in node.attr(k) or ()) for k in ints}
+    attrs["nodes_modes"] = listed("nodes_modes", int)
+    attrs["nodes_splits"] = listed("nodes_splits")
+    attrs["leaf_weights"] = listed("leaf_weights")
+    attrs["membership_values"] = listed("membership_values")
+    aggregate = ("AVERAGE", "SUM", "MIN", "MAX")
+    post = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
+    agg, pt = node.attr("aggregate_function", 1), node.attr("post_transform", 0)
+    if not 0 <= agg < len(aggregate) or not 0 <= pt < len(post):
+        raise cx.error(f"aggregate_function {agg} / post_transform {pt} out of range")
+    x = node.input(0)
+    return cx.op("ml.tree_ensemble", x, n_targets=node.attr("n_targets"), aggregate_function=aggregate[agg],
+                 post_transform=post[pt], **attrs)
