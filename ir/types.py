@@ -5,7 +5,7 @@ Text forms (MLIR's)::
     i1 i8 i16 i32 i64     signless integers (i1 is a boolean)
     ui8 ui16 ui32 ui64    unsigned integers
     f16 bf16 f32 f64      floats
-    f8E4M3FN f8E4M3FNUZ f8E5M2 f8E5M2FNUZ   8-bit floats (ir/minifloat.py)
+    f8E4M3FN f8E4M3FNUZ f8E5M2 f8E5M2FNUZ f4E2M1FN   8- and 4-bit floats (ir/minifloat.py)
     string                a Unicode string (ONNX's STRING; interpreted only)
     index                 loop and address arithmetic
     tensor<1x3x?xf32>     ranked tensor, ``?`` a dynamic dimension; ``tensor<f32>`` a scalar
@@ -127,7 +127,7 @@ class FloatType(Type):
     __slots__ = ("kind", "width")
 
     _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64,
-              "f8E4M3FN": 8, "f8E4M3FNUZ": 8, "f8E5M2": 8, "f8E5M2FNUZ": 8}
+              "f8E4M3FN": 8, "f8E4M3FNUZ": 8, "f8E5M2": 8, "f8E5M2FNUZ": 8, "f4E2M1FN": 4}
 
     def __new__(cls, kind: str):
         if kind not in cls._WIDTH:
@@ -304,9 +304,10 @@ def is_float(t: Type) -> bool:
     return isinstance(t, FloatType)
 
 
-def is_f8(t: Type) -> bool:
-    """One of the 8-bit float types (ir/minifloat.py): stored as a byte, computed in f32."""
-    return isinstance(t, FloatType) and t.width == 8
+def is_minifloat(t: Type) -> bool:
+    """One of the 8- and 4-bit float types (ir/minifloat.py): a byte per
+    element in memory, computed in f32."""
+    return isinstance(t, FloatType) and t.width <= 8
 
 
 def is_int(t: Type) -> bool:
@@ -404,7 +405,7 @@ def float_range_error(v: float, t: Type):
     kind = t.kind
     if kind == "f64":
         return None
-    if is_f8(t):
+    if is_minifloat(t):
         import numpy as np
         with np.errstate(over="ignore", invalid="ignore"):
             if np.isfinite(np.float32(np.array(v, np.float64).astype(to_numpy_dtype(t)))):
@@ -429,7 +430,7 @@ def _f8_max(t):
 
 def storage_type_error(t: Type):
     """None if constants of scalar type `t` can be stored, else why not."""
-    if str(t) in _NP or str(t) == "bf16" or is_f8(t) or str(t) in _SUBBYTE:
+    if str(t) in _NP or str(t) == "bf16" or is_minifloat(t) or str(t) in _SUBBYTE:
         return None
     return f"constants of type {t} are not supported (no storage type; use i1, i8, i16, i32, i64 or ui8..ui64)"
 
@@ -451,7 +452,8 @@ _FROM_NP = {
 }
 # TVM's dtype names, accepted wherever a user gives a dtype string.
 _F8_FROM_NP = {"float8_e4m3fn": FloatType("f8E4M3FN"), "float8_e4m3fnuz": FloatType("f8E4M3FNUZ"),
-               "float8_e5m2": FloatType("f8E5M2"), "float8_e5m2fnuz": FloatType("f8E5M2FNUZ")}
+               "float8_e5m2": FloatType("f8E5M2"), "float8_e5m2fnuz": FloatType("f8E5M2FNUZ"),
+               "float4_e2m1fn": FloatType("f4E2M1FN")}
 # 4- and 2-bit integers: a byte per element, the value in its low bits
 # (ml_dtypes' layout; ONNX packs them two or four to a byte in its files)
 _SUBBYTE = {"i4": "int4", "ui4": "uint4", "i2": "int2", "ui2": "uint2"}
@@ -466,7 +468,7 @@ _TVM_DTYPES.update({"bfloat16": bf16})
 def to_numpy_dtype(t: Type):
     import numpy as np
     name = _NP.get(str(t))
-    if name is None and is_f8(t):
+    if name is None and is_minifloat(t):
         from .minifloat import format_of
         return format_of(t).numpy_dtype()
     if name is None and str(t) == "bf16":
@@ -529,7 +531,7 @@ def from_dtype_name(name: str) -> Type:
 
 def tvm_dtype_name(t: Type) -> str:
     """The TVM spelling of a scalar type, for names and messages."""
-    if is_f8(t):
+    if is_minifloat(t):
         return {v: k for k, v in _F8_FROM_NP.items()}[t]
     if str(t) in _SUBBYTE:
         return _SUBBYTE[str(t)]
@@ -538,7 +540,7 @@ def tvm_dtype_name(t: Type) -> str:
 
 # -- parsing from text --------------------------------------------------------
 
-_SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|f8E4M3FNUZ|f8E4M3FN|f8E5M2FNUZ|f8E5M2|index|none|string")
+_SCALAR_RE = re.compile(r"(u?i)(\d+)|f16|bf16|f32|f64|f8E4M3FNUZ|f8E4M3FN|f8E5M2FNUZ|f8E5M2|f4E2M1FN|index|none|string")
 _parse_cache: dict[str, Type] = {}
 
 # Dialect types that are more than opaque text: "relay.adt" -> parser(p),

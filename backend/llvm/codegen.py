@@ -78,7 +78,7 @@ def llvm_type(t):
         return I64
     if isinstance(t, T.IntegerType):
         return ir.IntType(t.width)
-    if T.is_f8(t):
+    if T.is_minifloat(t):
         return ir.IntType(8)   # the bits; arithmetic in f32 (backend/llvm/minifloat.py)
     if isinstance(t, T.FloatType):
         return {"f16": ir.HalfType(), "bf16": BFloatType(), "f32": ir.FloatType(), "f64": ir.DoubleType()}[t.kind]
@@ -276,7 +276,7 @@ class FuncCodegen:
         t = op.results[0].type
         val = op.attributes["value"]
         lt = llvm_type(t)
-        if T.is_f8(T.element_type(t)):
+        if T.is_minifloat(T.element_type(t)):
             import numpy as np
             val = int(np.array(float(val), np.float32).astype(T.to_numpy_dtype(T.element_type(t))).view(np.uint8))
         elif isinstance(lt, ir.IntType):
@@ -324,11 +324,11 @@ class FuncCodegen:
             return
         args = [self.v(x) for x in op.operands]
         rt = r.type
-        if cls in _BF16_PROMOTED and any(T.is_f8(T.element_type(x.type)) for x in op.operands):
+        if cls in _BF16_PROMOTED and any(T.is_minifloat(T.element_type(x.type)) for x in op.operands):
             # 8-bit floats: computed in f32, rounded back
-            f32s = [self.f8_decode(a, x.type) for x, a in zip(op.operands, args)]
+            f32s = [self.minifloat_decode(a, x.type) for x, a in zip(op.operands, args)]
             out = self.arith_values(op, f32s, T.f32)
-            self.values[r] = self.f8_encode(out, rt) if T.is_f8(T.element_type(rt)) else out
+            self.values[r] = self.minifloat_encode(out, rt) if T.is_minifloat(T.element_type(rt)) else out
             return
         if cls in _BF16_PROMOTED and any(T.element_type(x.type) is T.bf16 for x in op.operands):
             # bf16 arithmetic in f32, rounded back (LLVM's own promotion ends
@@ -459,8 +459,8 @@ class FuncCodegen:
         if cls is A.BitcastOp:
             return b.bitcast(x, dst_t)
         dst = T.element_type(op.results[0].type)
-        if T.is_f8(src) or T.is_f8(dst):
-            return self.f8_cast(cls, x, src, dst, dst_t)
+        if T.is_minifloat(src) or T.is_minifloat(dst):
+            return self.minifloat_cast(cls, x, src, dst, dst_t)
         if cls is A.SIToFPOp and (src is T.i1 or getattr(src, "unsigned", False)):
             cls = A.UIToFPOp   # i1 and uiN sources read as unsigned (dialects/arith/semantics.py)
         if cls is A.TruncFOp and T.element_type(op.results[0].type) is T.bf16:
@@ -489,16 +489,16 @@ class FuncCodegen:
         safe = b.select(ok, tr, self._splat(x, 0.0))
         return b.trunc(b.fptosi(safe, t), dst_t)
 
-    def f8_decode(self, v, t):
+    def minifloat_decode(self, v, t):
         """`v` of tir type `t` as f32 if `t` is an 8-bit float, else `v`."""
         fmt = minifloat.format_of(T.element_type(t))
         return mf_llvm.decode(self.b, v, fmt) if fmt else v
 
-    def f8_encode(self, v, t):
+    def minifloat_encode(self, v, t):
         """f32 or f64 `v` rounded to the 8-bit float type `t`."""
         return mf_llvm.encode(self.b, v, minifloat.format_of(T.element_type(t)), self.m)
 
-    def f8_cast(self, cls, x, src, dst, dst_t):
+    def minifloat_cast(self, cls, x, src, dst, dst_t):
         """A cast from or to an 8-bit float, through f32 (f64 from f64 and
         integers, so that the one rounding is to the 8-bit format)."""
         b = self.b
@@ -506,10 +506,10 @@ class FuncCodegen:
 
         def ty(t):
             return ir.VectorType(t, x.type.count) if vec else t
-        if T.is_f8(src):
-            x, src = self.f8_decode(x, src), T.f32
-            if T.is_f8(dst):
-                return self.f8_encode(x, dst)
+        if T.is_minifloat(src):
+            x, src = self.minifloat_decode(x, src), T.f32
+            if T.is_minifloat(dst):
+                return self.minifloat_encode(x, dst)
             if T.is_float(dst):
                 if dst is T.bf16:
                     return self.truncf_bf16(x, dst_t)
@@ -525,7 +525,7 @@ class FuncCodegen:
             x = b.uitofp(x, ty(ir.DoubleType()))
         else:
             x = b.sitofp(x, ty(ir.DoubleType()))
-        return self.f8_encode(x, dst)
+        return self.minifloat_encode(x, dst)
 
     def truncf_bf16(self, x, dst_t):
         """f32 (or f64, through f32) to bf16, rounded to nearest even in

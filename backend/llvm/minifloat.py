@@ -1,4 +1,4 @@
-"""8-bit floats in LLVM IR: a byte (``i8``) in memory, f32 in arithmetic.
+"""8- and 4-bit floats in LLVM IR: a byte (``i8``) in memory, f32 in arithmetic.
 
 LLVM has no f8 types, so a cast to or from one is integer arithmetic on
 the bits, written here once for every format of ir/minifloat.py, on
@@ -20,7 +20,8 @@ encode (f32 or f64 -> f8, round to nearest even, overflow to inf / NaN)::
     a <  2^(1 - bias):           code = roundeven(|x| * 2^(bias - 1 + M))  (subnormal,
                                  or the least normal when it rounds up)
     code > max_code or x = inf:  overflow_code;   x NaN: nan_code
-    sign: bit 7, a NaN's too (the FNUZ formats have no -0 and one NaN, 0x80)
+    sign: the top bit (7; 3 for f4E2M1FN), a NaN's too (the FNUZ formats
+    have no -0 and one NaN, 0x80; f4E2M1FN no NaN: it gives 0)
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def decode(b, bits, fmt: Format):
         mag = b.select(b.and_(special, b.icmp_unsigned("!=", f, c(0))), b.or_(mag, c(0x00400000)), mag)
     elif fmt.specials == "fn":       # S.1111.111 only
         mag = b.select(b.icmp_unsigned("==", b.and_(u, c(0x7F)), c(0x7F)), c(0x7FC00000), mag)
-    out = b.or_(mag, b.shl(b.and_(u, c(0x80)), c(24)))
+    sb = fmt.sign_bit
+    out = b.or_(mag, b.shl(b.and_(u, c(1 << sb)), c(31 - sb)))
     if fmt.specials == "fnuz":       # 0x80 is the NaN
         out = b.select(b.icmp_unsigned("==", u, c(0x80)), c(0x7FC00000), out)
     return b.bitcast(out, L.ty(F32))
@@ -101,5 +103,5 @@ def encode(b, x, fmt: Format, module):
         signed = b.and_(b.icmp_unsigned("!=", code, c(0)), b.icmp_unsigned("!=", code, c(0x80)))
         code = b.select(signed, b.or_(code, b.shl(sign, c(7))), code)
     else:                            # a NaN keeps its sign too (ONNX's -NaN -> -NaN)
-        code = b.or_(code, b.shl(sign, c(7)))
+        code = b.or_(code, b.shl(sign, c(fmt.sign_bit)))
     return b.trunc(code, L.ty(I8))

@@ -1,8 +1,8 @@
 """ONNX element types <-> tvmd types, and TensorProto -> numpy.
 
 Only the element types tvmd can hold in a tensor map; the others (complex
-numbers, float4, float8e8m0) are reported as unsupported by the node that uses them.  The four FLOAT8
-types are tvmd's f8 types (ir/minifloat.py), BFLOAT16 its bf16 (held as its
+numbers, float8e8m0) are reported as unsupported by the node that uses them.  The four FLOAT8
+types and FLOAT4E2M1 are tvmd's minifloats (ir/minifloat.py), BFLOAT16 its bf16 (held as its
 bits, uint16: the backend views ONNX's bfloat16 arrays so), INT4 / UINT4 / INT2 / UINT2
 its i4 / ui4 / i2 / ui2 (a byte per element); their arrays are ml_dtypes',
 as onnx.numpy_helper gives them (unpacked from ONNX's packed bytes).
@@ -18,7 +18,7 @@ _ONNX_TO_TVMD = {
     8: T.string, 9: T.i1, 10: T.f16, 11: T.f64, 12: T.IntegerType(32, True), 13: T.IntegerType(64, True),
     17: T.FloatType("f8E4M3FN"), 18: T.FloatType("f8E4M3FNUZ"), 19: T.FloatType("f8E5M2"),
     16: T.bf16, 20: T.FloatType("f8E5M2FNUZ"), 21: T.IntegerType(4, True), 22: T.IntegerType(4),
-    25: T.IntegerType(2, True), 26: T.IntegerType(2),
+    23: T.FloatType("f4E2M1FN"), 25: T.IntegerType(2, True), 26: T.IntegerType(2),
 }
 _TVMD_TO_ONNX = {t: k for k, t in _ONNX_TO_TVMD.items()}
 
@@ -107,7 +107,7 @@ def tensor_problem(tensor) -> str | None:
     for d in dims:
         n *= d
     # 4- and 2-bit integers are packed, two or four to a byte of raw_data or an int32_data entry
-    per_byte = {21: 2, 22: 2, 25: 4, 26: 4}.get(tensor.data_type)
+    per_byte = {21: 2, 22: 2, 23: 2, 25: 4, 26: 4}.get(tensor.data_type)
     if tensor.HasField("raw_data"):
         want = -(-n // per_byte) if per_byte else n * T.to_numpy_dtype(et).itemsize
         if len(tensor.raw_data) != want:

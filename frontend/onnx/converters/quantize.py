@@ -87,7 +87,7 @@ def _quantize_float(cx, node, x, s, z, out):
     (saturating as the node says)."""
     shaped = _elementwise_params(cx, node, x, s, z)
     y = cx.op("divide", _float(cx, x), shaped(s))
-    if T.is_f8(out):
+    if T.is_minifloat(out):
         from .math import cast_saturating
         return cast_saturating(cx, node, y if z is None else cx.op("add", y, shaped(z)), out)
     y = cx.op("round", y)
@@ -120,9 +120,9 @@ def quantize_linear(cx, node):
     else:
         out = T.u8
     name = T.tvm_dtype_name(out)
-    if not T.is_f8(out) and name not in _QUANT_OUT:
+    if not T.is_minifloat(out) and name not in _QUANT_OUT:
         raise cx.unsupported(f"quantizing to {name}")
-    if T.is_f8(out) or node.attr("block_size", 0):
+    if T.is_minifloat(out) or node.attr("block_size", 0):
         return _quantize_float(cx, node, x, s, z, out)
     if not T.is_float(cx.dtype(x)):
         x = cx.cast(x, T.f32)
@@ -137,7 +137,7 @@ def dequantize_linear(cx, node):
     if node.attr("output_dtype"):
         from .common import onnx_dtype
         out = onnx_dtype(cx, node.attr("output_dtype"), "output_dtype")
-    if T.is_f8(cx.dtype(x)) or node.attr("block_size", 0):
+    if T.is_minifloat(cx.dtype(x)) or node.attr("block_size", 0):
         return _dequantize_float(cx, node, x, s, z, out)
     return cx.op("qnn.dequantize", x, _scale(cx, s), _zero_point(cx, z), axis=_axis(cx, node, x, (s, z)),
                  out_dtype=T.tvm_dtype_name(out))
