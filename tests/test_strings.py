@@ -72,7 +72,7 @@ def test_type_errors():
 def test_onnx_text_meets_numbers_as_onnxruntime_computes():
     """Normalize words, keep those matching a pattern, count them per row:
     strings in, numbers out."""
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto as TP
     from onnx import helper as oh

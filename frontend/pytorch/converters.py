@@ -348,7 +348,7 @@ def matmul(cx, a):
     if ry == 2:
         return cx.op("nn.matmul", x, y)   # (..., K) x (K, N)
     if rx >= 3 and rx == ry:
-        sx, sy = cx.shape(x), cx.shape(y)
+        sx = cx.shape(x)
         if rx == 3:
             return cx.op("nn.batch_matmul", x, y, transpose_b=False)
         if rx != 4:
