@@ -534,6 +534,21 @@ def test_recurrent_layers(op, gates, attrs):
                  init("b", rand(dirs, 2 * gates * hidden))], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("op,gates,direction", [("LSTM", 4, "bidirectional"), ("GRU", 3, "reverse"),
+                                                ("RNN", 1, "forward")])
+def test_recurrent_layers_with_sequence_lengths(op, gates, direction):
+    """Per-batch lengths (an input, so known only when the model runs): past
+    its length a sequence's output is 0 and its state stays; a reverse
+    direction starts at its own last step."""
+    seq, batch, inp, hidden = 5, 3, 3, 4
+    dirs = 2 if direction == "bidirectional" else 1
+    outs = ["y", "y_h"] + (["y_c"] if op == "LSTM" else [])
+    check([oh.make_node(op, ["x", "w", "r", "b", "lens"], outs, name="rnn", hidden_size=hidden, direction=direction)],
+          {"x": rand(seq, batch, inp), "lens": np.array([5, 2, 3], np.int32)}, [(o, TP.FLOAT) for o in outs],
+          inits=[init("w", rand(dirs, gates * hidden, inp)), init("r", rand(dirs, gates * hidden, hidden)),
+                 init("b", rand(dirs, 2 * gates * hidden))], rtol=1e-4, atol=1e-5)
+
+
 def test_sequences_are_tuples():
     nodes = [oh.make_node("SplitToSequence", ["x"], ["seq"], name="split", axis=1),
              oh.make_node("SequenceErase", ["seq", "zero"], ["rest"], name="erase"),

@@ -9,8 +9,9 @@ R), splits the gates and applies the activations.  The loop carries the
 states (h, and c for LSTM) and stacks h per step; Y is that stack in time
 order (a reverse direction's is reversed; num_directions on axis 1), Y_h
 and Y_c are the final states.  ``layout = 1`` (batch first) is transposed
-in and out.  Per-batch sequence lengths shorter than the sequence are
-unsupported.
+in and out.  With ``sequence_lens``, a step past a sequence's length leaves
+its states as they are and outputs 0, so the final states are those of its
+last step and a reverse direction starts there.
 """
 
 from __future__ import annotations
@@ -113,8 +114,13 @@ class _Layer:
         lens = node.input(4)
         if lens is not None:
             lv = cx.static(lens)
-            if lv is None or (lv != self.seq).any():
-                raise cx.unsupported("sequence_lens shorter than the sequence")
+            if lv is not None and (lv == self.seq).all():
+                lens = None       # every sequence whole: nothing to mask
+            elif cx.shape(lens) != (self.batch,):
+                raise cx.error(f"sequence_lens must have shape [{self.batch}], got {cx.ttype(lens)}")
+            else:
+                lens = cx.cast(lens, T.i64)
+        self.lens = lens
 
     def _expect(self, i, what, shape):
         """Input i, when given, has `shape` (it determines every step's ops)."""
@@ -161,7 +167,13 @@ class _Layer:
             if reverse:
                 t = cx.op("subtract", cx.const(self.seq - 1, "int64"), t)
             new = step(cx.op("take", proj, t, axis=0), states)
-            return new, [new[0]]
+            if self.lens is None:
+                return new, [new[0]]
+            # past a sequence's length: the states stay, the output is 0 (so a
+            # reverse direction starts at each sequence's own last step)
+            live = cx.op("expand_dims", cx.op("less", t, self.lens), axis=1)
+            new = [cx.op("where", live, n, s) for n, s in zip(new, states)]
+            return new, [cx.op("where", live, new[0], cx.op("zeros_like", new[0]))]
         finals, (hs,) = counted_loop(cx, self.seq, inits, body, ["t"] + ["h", "c"][:len(inits)])
         if reverse:
             hs = cx.op("reverse", hs, axis=0)
