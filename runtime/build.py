@@ -236,6 +236,14 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
         times["parse"] = time.perf_counter() - t0
     ctx = PassContext()
     try:
+        # strings and references: nothing compiles them, and the graph passes
+        # would only regroup ops the interpreter runs one by one anyway
+        why = _interpreted_only(module)
+        if why:
+            if not fallback:
+                raise BuildError(f"cannot compile: {why}")
+            sys.stderr.write(f"tvmd: the whole model runs in the relay interpreter: {why}\n")
+            return CompiledModel(module, entry, "interpreter", None, [], [], times, ctx.stats, reason=why)
         t0 = time.perf_counter()
         for p in graph_pipeline(opt_level, target, disabled_passes, mixed_precision, quantize_weights):
             if report:
@@ -246,12 +254,8 @@ def build(module, target="llvm", opt_level=3, progress=None, fallback=True, entr
         if not isinstance(f, RelayFuncOp):
             raise BuildError(f"the module has no relay.func @{entry} to compile")
         from .program import straight_line
-        why = None
-        if _holds_strings(module):
-            why = "it holds string tensors, which nothing compiles"
-        elif not straight_line(module, f):
+        if not straight_line(module, f):
             why = f"@{entry} is not straight-line relay (control flow or closures)"
-        if why:
             if not fallback:
                 raise BuildError(f"cannot compile: {why}")
             sys.stderr.write(f"tvmd: the whole model runs in the relay interpreter: {why}\n")
@@ -298,21 +302,26 @@ def _history(tuning_log, target):
     return HistoryBest(list(tuning_log), str(target))
 
 
-def _holds_strings(module) -> bool:
-    """Whether a value of `module` is (or holds) a string tensor."""
+def _interpreted_only(module):
+    """Why `module` runs only in the relay interpreter (a value that is or
+    holds a string tensor or a reference), or None."""
+    from ..dialects.relay.types import RefType
     from ..ir import types as T
 
-    def has(t):
+    def why(t):
         if isinstance(t, T.TupleType):
-            return any(has(x) for x in t.types)
-        return isinstance(t, T.TensorType) and t.element_type is T.string
+            return next((w for w in map(why, t.types) if w), None)
+        if isinstance(t, RefType):
+            return "it holds references (ref_create), which nothing compiles"
+        if isinstance(t, T.TensorType) and t.element_type is T.string:
+            return "it holds string tensors, which nothing compiles"
+        return None
     for op in module.walk():
-        if any(has(r.type) for r in op.results):
-            return True
-        for region in op.regions:
-            if any(has(a.type) for b in region.blocks for a in b.args):
-                return True
-    return False
+        for v in list(op.results) + [a for region in op.regions for b in region.blocks for a in b.args]:
+            w = why(v.type)
+            if w:
+                return w
+    return None
 
 
 def lower_kernels(module, target, fallback, tir_passes, ctx, report=None, history=None):

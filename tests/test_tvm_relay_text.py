@@ -115,7 +115,8 @@ def test_params_file_layout_as_tvm_documents_it():
     ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) {\n  add(%x %x)\n}\n', (3, 10), "unexpected"),
     ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) {\n  %0 = ones(shape=[3], dtype="float32");\n'
      '  add(%x, %0)\n}\n', (4, 3), "cannot be broadcast"),
-    ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) {\n  ref(%x)\n}\n', (3, 3), "references"),
+    ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) {\n  %0 = ref(%x);\n  ref_write(%0, 1)\n}\n',
+     (4, 3), "writes a tensor<i32> into a reference"),
     ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float64x]) {\n  %x\n}\n', (2, 15), "unknown dtype"),
 ])
 def test_errors_point_into_the_tvm_text(text, where, message):

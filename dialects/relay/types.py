@@ -2,6 +2,7 @@
 
     !relay.adt<@List<tensor<f32>>>      an algebraic data type applied to its arguments
     !relay.adt<@Nat>                    one without parameters
+    !relay.ref<tensor<f32>>             a mutable cell holding a value (ops/ref.py)
     !A                                  a type parameter, inside a ``relay.adt`` definition
 
 An ADT type is :class:`ADTType` (interned like every type, so ``is`` is
@@ -72,6 +73,33 @@ def parse_adt_type(p) -> ADTType:
 T.TYPE_PARSERS["relay.adt"] = parse_adt_type
 
 
+class RefType(T.Type):
+    """``!relay.ref<T>``: a reference (a mutable cell) to a value of type T."""
+
+    __slots__ = ("value_type",)
+
+    def __new__(cls, value_type):
+        def init(t):
+            t.value_type = value_type
+            t._text = f"!relay.ref<{value_type._text}>"
+        return T._interned(cls, value_type, init)
+
+    @property
+    def is_complete(self):
+        return self.value_type.is_complete
+
+
+def parse_ref_type(p) -> RefType:
+    """The rest of ``!relay.ref<T>`` after its name."""
+    p.expect("<")
+    t = p.type()
+    p.expect(">")
+    return RefType(t)
+
+
+T.TYPE_PARSERS["relay.ref"] = parse_ref_type
+
+
 # -- type parameters ------------------------------------------------------------
 
 def type_var(name: str) -> T.Type:
@@ -89,6 +117,8 @@ def type_vars_in(t, out: set):
     elif isinstance(t, ADTType):
         for a in t.args:
             type_vars_in(a, out)
+    elif isinstance(t, RefType):
+        type_vars_in(t.value_type, out)
     elif isinstance(t, T.TupleType):
         for a in t.types:
             type_vars_in(a, out)
@@ -106,6 +136,8 @@ def substitute(t, mapping: dict):
         return mapping.get(t.dialect_type, t)
     if isinstance(t, ADTType):
         return ADTType(t.adt, [substitute(a, mapping) for a in t.args])
+    if isinstance(t, RefType):
+        return RefType(substitute(t.value_type, mapping))
     if isinstance(t, T.TupleType):
         return T.TupleType([substitute(a, mapping) for a in t.types])
     if isinstance(t, T.FunctionType):
@@ -134,6 +166,9 @@ def compatible(actual, expected) -> bool:
     if ta is ADTType:
         return actual.adt == expected.adt and len(actual.args) == len(expected.args) and all(
             compatible(a, e) for a, e in zip(actual.args, expected.args))
+    if ta is RefType:   # a cell is read and written: its type must fit both ways
+        return compatible(actual.value_type, expected.value_type) and \
+            compatible(expected.value_type, actual.value_type)
     if ta is T.FunctionType:
         # a closure may be used where one with more dynamic dims is expected
         # only if it accepts everything the expected one does
@@ -175,6 +210,8 @@ def join(a, b):
             return None
         parts = [join(x, y) for x, y in zip(a.args, b.args)]
         return None if None in parts else ADTType(a.adt, parts)
+    if ta is RefType:
+        return a if compatible(a, b) else None
     return None
 
 
@@ -201,6 +238,8 @@ def bind_type_vars(pattern, actual, mapping: dict) -> bool:
         return (isinstance(actual, ADTType) and actual.adt == pattern.adt
                 and len(actual.args) == len(pattern.args)
                 and all(bind_type_vars(p, a, mapping) for p, a in zip(pattern.args, actual.args)))
+    if isinstance(pattern, RefType):
+        return isinstance(actual, RefType) and bind_type_vars(pattern.value_type, actual.value_type, mapping)
     if isinstance(pattern, T.TupleType):
         return (isinstance(actual, T.TupleType) and len(actual.types) == len(pattern.types)
                 and all(bind_type_vars(p, a, mapping) for p, a in zip(pattern.types, actual.types)))

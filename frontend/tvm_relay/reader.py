@@ -18,10 +18,12 @@ module, so a type error points into the TVM file.  The translation::
     1f, 2i64, 3, True                  constant dense<...> : tensor<f32 / i64 / i32 / i1>
     meta[relay.Constant][i]            the i-th constant of the #[metadata] section
     Tensor[(1, ?), float32], float32   tensor<1x?xf32>, tensor<f32>
+    ref(%v), ref_read(%r), ref_write(%r, %v)
+                                       ref_create(%v), ref_read(%r), ref_write(%r, %v)
+    ref(Tensor[(2), float32])          !relay.ref<tensor<2xf32>>
 
 `params` ({name: array}, e.g. from a ``relay.save_param_dict`` file) become
-constants in place of @main's parameters of those names.  References
-(``ref``, ``ref_read``, ``ref_write``) have no counterpart in the dialect.
+constants in place of @main's parameters of those names.
 """
 
 from __future__ import annotations
@@ -339,8 +341,8 @@ class _Writer:
             name = str(callee.children[0])
             if name[:1].isupper():
                 return self.op(f"{name}({', '.join(values)})", t, hint)
-            if name in ("ref", "ref_read", "ref_write"):
-                raise TvmRelayError(self.loc(t), f"{name}: references have no counterpart in the relay dialect")
+            if name == "ref":     # ref(v), ref_read(r), ref_write(r, v): relay's ref_create / ...
+                name = "ref_create"
             return self.op(f"{name}({', '.join(values)}){self.attrs(name, attrs)}", t, hint)
         if attrs:
             raise TvmRelayError(self.loc(attrs[0]), "attributes are only for operator calls")
@@ -497,6 +499,8 @@ class _Writer:
             return f"({', '.join(self.type(i) for i in ins)}) -> {self.type(out)}"
         if kind == "any_type":
             raise TvmRelayError(self.loc(t), "an unknown type '?' needs to be written out")
+        if kind == "ref_type":
+            return f"!relay.ref<{self.type(t.children[1])}>"
         name = str(t.children[0])
         args = [self.type(c) for c in t.children[1:] if c is not None]
         if name in self.type_params:
@@ -506,7 +510,7 @@ class _Writer:
         return f"tensor<{dtype_text(name, self.loc(t))}>"
 
 
-_TYPES = {"tensor_type", "tuple_type", "fn_type", "named_type", "any_type"}
+_TYPES = {"tensor_type", "tuple_type", "fn_type", "ref_type", "named_type", "any_type"}
 
 
 def _signature(t):

@@ -52,7 +52,9 @@ def tvm_type(t):
         return f"({', '.join(tvm_type(x) for x in t.types)}{',' if len(t.types) == 1 else ''})"
     if isinstance(t, T.FunctionType):
         return f"fn ({', '.join(tvm_type(x) for x in t.inputs)}) -> {tvm_type(t.results[0])}"
-    from ...dialects.relay.types import ADTType, is_type_var
+    from ...dialects.relay.types import ADTType, RefType, is_type_var
+    if isinstance(t, RefType):
+        return f"ref({tvm_type(t.value_type)})"
     if isinstance(t, ADTType):
         args = [tvm_type(a) for a in t.args]
         return t.adt + (f"[{', '.join(args)}]" if args else "")
@@ -189,6 +191,8 @@ class _Writer:
         elif name == "relay.match":
             self.match(op, depth, ty)
             return
+        elif name == "relay.ref_create":
+            expr = f"ref({self.args(op)})"
         elif hasattr(op, "op_name") and name.startswith("relay."):
             expr = f"{op.op_name}({', '.join(filter(None, [self.args(op), self.attrs(op)]))})"
         else:

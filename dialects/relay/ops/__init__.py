@@ -26,9 +26,10 @@
     loop       counted loops: carried values, stacked per-step outputs
     closure    fn (closures), call of a function value, a global function as a value
     adt        algebraic data types: relay.adt, constructors, match
+    ref        references (mutable cells): ref_create, ref_read, ref_write
     function   relay.func, call, return, constant
 """
 
-from . import (base, function, control, loop, closure, adt, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
+from . import (base, function, control, loop, closure, adt, ref, elemwise, nn, attention, conv, pool, norm, reduce,  # noqa: F401
                transform, tensor, dyn, image, image_decode, grid_sample, signal, linalg, pool_argmax, roi_align, strings, ml, deformable_conv, qnn)
 from .base import OpPattern, RelayOp  # noqa: F401

@@ -106,7 +106,9 @@ class CallIndirectOp(Operation):
     name = "relay.call_indirect"
     OPERANDS = ("callee", "*args")
     RESULTS = ("result",)
-    traits = frozenset({PURE})
+    # not pure: the closure called may write a reference (ops/ref.py), and
+    # which closure a value holds is not known where it is called
+    traits = frozenset()
 
     def infer_types(self):
         t = self.operands[0].type

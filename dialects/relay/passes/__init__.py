@@ -27,6 +27,34 @@ def relay_functions(module, include_primitive: bool = True):
     return out
 
 
+def effect_free_functions(module) -> dict:
+    """{name: op} of the top-level symbols whose calls have no effect but
+    their results: a function none of whose ops (nested ones included) is
+    stateful (a reference op), a call of a function value (what it runs is
+    not known here), or a call of a function that is not itself effect free.
+    dce may erase an unused call of one, cse merge two equal calls."""
+    from ..ops.closure import CallIndirectOp
+    from ..ops.function import CallOp
+    symbols = {op.attributes["sym_name"]: op for op in module.regions[0].blocks[0].ops
+               if isinstance(op.attributes.get("sym_name"), str)}
+    calls, effectful = {}, set()
+    for name, f in symbols.items():
+        calls[name] = set()
+        for op in f.walk(include_self=False):
+            if getattr(op, "STATEFUL", False) or isinstance(op, CallIndirectOp):
+                effectful.add(name)
+            elif isinstance(op, CallOp):
+                calls[name].add(op.attributes["callee"].name)
+    changed = True
+    while changed:      # a caller of an effectful function has effects too
+        changed = False
+        for name, callees in calls.items():
+            if name not in effectful and callees & effectful:
+                effectful.add(name)
+                changed = True
+    return {n: f for n, f in symbols.items() if n not in effectful}
+
+
 class GraphFunctionPass(ModulePass):
     """A graph pass: ``run_on`` each relay.func that is not a primitive
     (fused) function, once every type is inferred."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ....ir.pass_manager import ModulePass
 from ....ir.traits import COMMUTATIVE, ISOLATED_FROM_ABOVE, PURE, TERMINATOR
-from . import relay_functions
+from . import effect_free_functions, relay_functions
 from ..ops.function import CallOp, ConstantOp, FuncOp
 
 
@@ -39,9 +39,7 @@ class CommonSubexprElimination(ModulePass):
     OP = "relay.func"
 
     def run(self, module, ctx):
-        body = module.regions[0].blocks[0]
-        functions = {op.attributes["sym_name"]: op for op in body.ops
-                     if isinstance(op.attributes.get("sym_name"), str)}
+        functions = effect_free_functions(module)
         n = 0
         for func in relay_functions(module):
             n += cse_region(func.regions[0], functions)

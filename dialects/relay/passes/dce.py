@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ....ir.attributes import SymbolRef
 from ....ir.pass_manager import ModulePass
 from ....ir.traits import ISOLATED_FROM_ABOVE, PURE, TERMINATOR
-from . import is_primitive, relay_functions
+from . import effect_free_functions, is_primitive, relay_functions
 from ..ops.closure import FnOp
 from ..ops.control import IfOp
 from ..ops.adt import MatchOp
@@ -40,8 +40,7 @@ class DeadCodeElimination(ModulePass):
     OP = "relay.func"
 
     def run(self, module, ctx):
-        functions = {op.attributes["sym_name"]: op for op in module.regions[0].blocks[0].ops
-                     if isinstance(op.attributes.get("sym_name"), str)}
+        functions = effect_free_functions(module)
         n = 0
         for func in relay_functions(module):
             n += erase_dead_ops(func.regions[0].blocks[0], functions)
