@@ -135,6 +135,11 @@ class ConfigSpace:
     def kinds(self) -> dict:
         return {k.name: k.kind for k in self.knobs}
 
+    @property
+    def space_map(self) -> dict:
+        """Knob name -> knob, in definition order (classic AutoTVM's name)."""
+        return {k.name: k for k in self.knobs}
+
     def describe(self) -> str:
         """The space as AutoTVM printed it: each knob, its length, the total
         (a Python template's space, which has no te.func, without the

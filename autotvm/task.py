@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from .record import workload_key
+from .template import ApplyConfig  # noqa: F401  (classic AutoTVM's autotvm.task.ApplyConfig)
 
 FLOAT_OPS = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
              "arith.negf", "arith.fma"}

@@ -190,6 +190,35 @@ class ApplyHistoryBest:
         return self.config(name, tuple(args), str(target) if target is not None else "llvm")[0]
 
 
+class ApplyConfig:
+    """``with autotvm.task.ApplyConfig(task.config_space.get(i)):`` template
+    calls inside take that one config (classic AutoTVM's way to build a
+    chosen config by hand).  A template whose space the config does not
+    fit is an error, never a silent fallback."""
+
+    def __init__(self, config):
+        self.entity = config
+
+    def __enter__(self):
+        _stack("contexts").append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack("contexts").remove(self)
+        return False
+
+    def config(self, task_name, args, target):
+        from .config import TemplateConfig
+        from .task import create
+        space = create(task_name, args, target).config_space
+        values = getattr(self.entity, "values", None)
+        if values is None or set(values) != {k.name for k in space.knobs} or any(
+                values[k.name] not in k.candidates for k in space.knobs):
+            raise ValueError(f"ApplyConfig: {self.entity!r} is not a config of template '{task_name}' "
+                             f"(its knobs: {', '.join(k.name for k in space.knobs) or 'none'})")
+        return TemplateConfig(space, space.get(space.index_of(values))), None
+
+
 def apply_history_best(records):
     """``with autotvm.apply_history_best("tune.log"): ...``"""
     return ApplyHistoryBest(records)

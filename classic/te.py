@@ -32,6 +32,8 @@ reducers, tensor intrinsics.
 from __future__ import annotations
 
 import builtins
+import inspect
+import types
 
 from .expr import (Call, Const, Expr, Load, Reduce, Select, TVMError, Var, _check_dtype, binary,  # noqa: F401
                    const, convert, is_float, logical, walk)
@@ -302,6 +304,8 @@ class CommReducer:
     def __call__(self, expr, axis=None, where=None, init=None, *args):
         if init is not None:
             raise TVMError(f"te.{self.name}: init= is not supported by the te dialect's reductions")
+        if axis is None and inspect.isgenerator(expr):
+            expr, axis = _generator_reduction(self.name, expr)
         if isinstance(axis, IterVar) or isinstance(axis, (list, tuple)) and axis and builtins.all(
                 isinstance(a, IterVar) for a in axis):
             axes = [axis] if isinstance(axis, IterVar) else list(axis)
@@ -322,6 +326,40 @@ class CommReducer:
 
     def __repr__(self):
         return f"CommReducer({self.name})"
+
+
+def _generator_reduction(reducer, gen):
+    """``te.sum(A[i, k] * B[k, j] for k in range(K))`` (the form the seed's
+    matmul is written in): the generator's body over a new reduce axis.
+
+    The range is the generator's first iterable, already evaluated (its
+    ``.0`` argument); the body is run once more from the generator's own
+    code with the axis in place of the loop variable, its free variables
+    (the compute's axes, the tensors) bound as they were."""
+    rng = None
+    if inspect.getgeneratorstate(gen) == inspect.GEN_CREATED:
+        # a range's iterator pickles as (iter, (range,), position)
+        r = getattr(gen.gi_frame.f_locals.get(".0"), "__reduce__", lambda: None)()
+        if r and r[0] is iter and r[1] and isinstance(r[1][0], range) and r[2:] in ((), (0,)):
+            rng = r[1][0]
+    if rng is None:
+        raise TVMError(f"te.{reducer}: a generator reduction must iterate over range(...) "
+                       "(te.sum(expr for k in range(n))); otherwise pass axis=te.reduce_axis(...)")
+    if rng.step != 1 or len(rng) == 0:
+        raise TVMError(f"te.{reducer}: a generator reduction needs a non-empty range with step 1, "
+                       f"not {rng!r}")
+    code = gen.gi_code
+    var = code.co_varnames[1] if len(code.co_varnames) > 1 else "k"
+    rk = reduce_axis((rng.start, rng.stop), name=var)
+    frame_locals = gen.gi_frame.f_locals
+    cells = tuple(types.CellType(frame_locals[n]) for n in code.co_freevars)
+    body = types.FunctionType(code, gen.gi_frame.f_globals, code.co_name, None, cells)(iter([rk]))
+    terms = list(body)
+    gen.close()
+    if len(terms) != 1:
+        raise TVMError(f"te.{reducer}: a generator reduction must have one 'for' and no 'if' "
+                       "(give a te.reduce_axis and where= instead)")
+    return terms[0], rk
 
 
 sum = CommReducer("sum", builtin="sum")   # noqa: A001 (TVM's names)
@@ -492,3 +530,13 @@ create_prim_func = _unsupported("create_prim_func", "use tvm.lower(s, args)")
 
 from .schedule import Schedule, Stage, create_schedule  # noqa: E402,F401  (te.create_schedule, te.Schedule)
 
+
+
+def __getattr__(name):
+    # ``tvm.te.autotvm.template(...)`` / ``te.autotvm.get_config()``: how the
+    # seed spells AutoTVM (classic TVM has it at ``tvm.autotvm``); the same
+    # package, imported on first use.
+    if name == "autotvm":
+        from .. import autotvm
+        return autotvm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

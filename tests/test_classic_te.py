@@ -358,3 +358,117 @@ def test_import_tvmd_stays_lazy():
     code = "import sys, tvmd; assert 'tvmd.classic' not in sys.modules; from tvmd import te; " \
            "assert 'tvmd.classic' in sys.modules and te.placeholder"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the seed's own code, as written -------------------------------------------------------
+
+
+def seed_matmul(n, m, k):
+    """The seed's TE matmul, letter for letter: the reduction is a Python
+    generator over range(k), not a te.reduce_axis."""
+    A = te.placeholder((n, k), name="A", dtype="float32")
+    B = te.placeholder((k, m), name="B", dtype="float32")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, kk] * B[kk, j] for kk in range(k)), name="C")
+    return A, B, C
+
+
+def test_a_generator_reduction_is_a_reduce_axis():
+    A, B, C = seed_matmul(N, M, K)
+    assert [a.name for a in C.op.reduce_axis] == ["kk"]
+    s = te.create_schedule(C.op)
+    f = tvm.build(s, [A, B, C], "llvm")
+    a, b = rand(N, K), rand(K, M)
+    c = tvm.nd.array(np.zeros((N, M), "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_generator_reductions_over_offset_ranges_and_other_reducers():
+    A = te.placeholder((6, 10), name="A")
+    S = te.compute((6,), lambda i: te.max(A[i, t] for t in range(3, 10)), name="S")
+    f = tvm.build(te.create_schedule(S.op), [A, S], "llvm")
+    a = rand(6, 10)
+    s = tvm.nd.array(np.zeros(6, "float32"))
+    f(tvm.nd.array(a), s)
+    np.testing.assert_array_equal(s.numpy(), a[:, 3:].max(axis=1))
+
+
+@pytest.mark.parametrize("body, message", [
+    (lambda A: lambda i: te.sum(A[i, t] for t in [0, 1, 2]), "must iterate over range"),
+    (lambda A: lambda i: te.sum(A[i, t] for t in range(0, 10, 2)), "step 1"),
+    (lambda A: lambda i: te.sum(A[i, t] for t in range(0)), "non-empty"),
+    (lambda A: lambda i: te.sum(A[i, t] * A[i, u] for t in range(10) for u in range(2)), "one 'for'"),
+])
+def test_generator_reductions_it_cannot_take_are_clear_errors(body, message):
+    A = te.placeholder((6, 10), name="A")
+    with pytest.raises(tvm.TVMError, match=message):
+        te.compute((6,), body(A), name="S")
+
+
+def test_the_seeds_gpu_matmul_runs_on_the_emulated_device_and_compiles():
+    """The seed's CUDA example (16-row blocks, a thread per row): its CUDA C
+    computes a @ b (the launcher with the tir interpreter as the device) and
+    compiles for sm_90 where NVRTC or nvcc is present."""
+    from tvmd.backend.cuda.compile import compile_cuda, have_compiler
+    from tvmd.backend.cuda.emulator import emulate
+    n, m, k = 64, 24, 40
+    A, B, C = seed_matmul(n, m, k)
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    i_outer, i_inner = s[C].split(i, factor=16)
+    s[C].bind(i_outer, te.thread_axis("blockIdx.x"))
+    s[C].bind(i_inner, te.thread_axis("threadIdx.x"))
+    fadd = tvm.build(s, [A, B, C], "cuda", name="matmul")
+    src = fadd.get_source()
+    assert "grid=(4, 1, 1) block=(16, 1, 1)" in src
+    m_tir = tvm.lower(s, [A, B, C], name="matmul").module.clone()
+    from tvmd.classic.build import _run
+    _run(m_tir, "lower-tir{target=cuda}")
+    a, b = rand(n, k), rand(k, m)
+    c = np.zeros((n, m), "float32")
+    emulate(m_tir)["matmul"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    if have_compiler():
+        assert b"matmul" in compile_cuda(src, "sm_90", "cubin")
+
+
+def test_the_seeds_autotvm_template_as_written():
+    """``@tvm.te.autotvm.template`` and ``te.autotvm.get_config()`` (the
+    seed's spelling of tvm.autotvm): its space is AutoTVM's, and every
+    config builds CUDA that compiles."""
+    from tvmd.backend.cuda.compile import compile_cuda, have_compiler
+
+    @tvm.te.autotvm.template("seed_matmul_test")
+    def matmul_template(N, M, K):
+        A = te.placeholder((N, K), name="A")
+        B = te.placeholder((K, M), name="B")
+        C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j] for k in range(K)), name="C")
+        s = te.create_schedule(C.op)
+        cfg = te.autotvm.get_config()
+        cfg.define_knob("tile_n", [64, 128, 256])
+        cfg.define_knob("tile_m", [64, 128, 256])
+        cfg.define_knob("vectorize_width", [4, 8])
+        n, m = C.op.axis
+        n_outer, n_inner = s[C].split(n, cfg["tile_n"].val)
+        m_outer, m_inner = s[C].split(m, cfg["tile_m"].val)
+        s[C].vectorize(m_inner)
+        s[C].bind(n_outer, te.thread_axis("blockIdx.x"))
+        s[C].bind(m_outer, te.thread_axis("threadIdx.x"))
+        return s, [A, B, C]
+
+    task = tvm.autotvm.task.create("seed_matmul_test", args=(512, 512, 64), target="cuda")
+    space = task.config_space
+    assert len(space) == 18
+    assert [k for k in space.space_map] == ["tile_n", "tile_m", "vectorize_width"]
+    for idx in (0, 17):
+        with tvm.autotvm.task.ApplyConfig(space.get(idx)), tvm.target.Target("cuda"):
+            s, args = matmul_template(512, 512, 64)
+        src = tvm.build(s, args, "cuda", name="matmul").get_source()
+        tn, tm = [(64, 128, 256)[v] for v in (idx % 3, idx // 3 % 3)]
+        assert f"grid=({512 // tn}, 1, 1) block=({512 // tm}, 1, 1)" in src
+        if have_compiler():
+            assert b"matmul" in compile_cuda(src, "sm_90", "cubin")
+    from tvmd.autotvm.space import ConfigEntity
+    with pytest.raises(ValueError, match="not a config of template 'seed_matmul_test'"):
+        with tvm.autotvm.task.ApplyConfig(ConfigEntity(0, {"tile_n": 32})):
+            matmul_template(512, 512, 64)
