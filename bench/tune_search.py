@@ -73,11 +73,14 @@ def local_measurer():
     return LocalMeasurer(MeasureOption(repeat=3, min_repeat_ms=5))
 
 
+XGB_OPTIONS: dict = {}   # --xgb-option NAME=VALUE: more XGBTuner arguments
+
+
 def run(task, kind, trials, seed, plan_size, feature_type, measurer=None):
     """[GFLOP/s of each trial's config] and the wall time, measured by
     `measurer` (a fresh LocalMeasurer by default)."""
     from tvmd.autotvm.tuner import make_tuner
-    kw = {"plan_size": plan_size, "feature_type": feature_type} if kind == "xgb" else {}
+    kw = {"plan_size": plan_size, "feature_type": feature_type, **XGB_OPTIONS} if kind == "xgb" else {}
     tuner = make_tuner(kind, task, seed=seed, **kw)
     seen = []
 
@@ -275,7 +278,17 @@ def main(argv=None):
     ap.add_argument("--table-dir", help="--replay: keep each measured space here (a tuning log) and reuse it")
     ap.add_argument("--without-default", action="store_true",
                     help="--replay: take the default config out of the table (compare the search alone)")
+    ap.add_argument("--xgb-option", action="append", default=[], metavar="NAME=VALUE",
+                    help="another XGBTuner argument, e.g. initial=random or diversity=0.1")
     a = ap.parse_args(argv)
+    for opt in a.xgb_option:
+        key, _, value = opt.partition("=")
+        for conv in (int, float, str):
+            try:
+                XGB_OPTIONS[key] = conv(value)
+                break
+            except ValueError:
+                continue
     names = a.tasks or TEMPLATES
     if a.quick:
         names = a.tasks or TEMPLATES[:3]

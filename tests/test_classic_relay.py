@@ -164,3 +164,45 @@ def test_keyword_operands_take_their_declared_places():
     assert "nn.conv2d(%x, %w)" in text
     with pytest.raises(TypeError, match="operand 'data' twice"):
         relay.nn.conv2d(x, w, data=x)
+
+
+def test_closures_capture_return_and_take_functions():
+    """Nested relay.Functions are closures (relay.fn): one captures the
+    outer parameter, one takes a function value (a FuncType parameter) and
+    calls it, one returns a closure; run against numpy."""
+    t = relay.TensorType((3,), "float32")
+    x = relay.var("x", shape=(3,))
+    y = relay.var("y", shape=(3,))
+    z = relay.var("z", shape=(3,))
+    g = relay.var("g", relay.FuncType([t], t))
+    add_x = relay.Function([y], relay.add(x, y))                     # captures x
+    twice = relay.Function([g, z], relay.Call(g, [relay.Call(g, [z])]))
+    a = relay.var("a", shape=(3,))
+    make_scale = relay.Function([a], relay.Function([z], relay.multiply(z, a)))   # returns a closure
+    f, tw, ms = relay.var("f"), relay.var("twice"), relay.var("make_scale")
+    body = relay.Let(f, add_x, relay.Let(tw, twice, relay.Let(ms, make_scale,
+                     relay.Call(relay.Call(ms, [x]), [relay.Call(tw, [f, relay.negative(x)])]))))
+    mod = tvm.IRModule.from_expr(relay.Function([x], body))
+    text = str(mod)
+    assert text.count("= fn (") == 4 and "call %" in text
+    assert "(tensor<3xf32>) -> tensor<3xf32>" in text
+    ev = relay.create_executor("graph", mod=mod)
+    v = RNG.standard_normal(3).astype("float32")
+    np.testing.assert_allclose(ev.evaluate()(v).numpy(), (-v + v + v) * v, rtol=1e-6)
+
+
+def test_closure_mistakes_are_clear_errors():
+    x = relay.var("x", shape=(3,))
+    untyped = relay.var("p")
+    with pytest.raises(tvm.TVMError, match="parameter 'p' has no type"):
+        tvm.IRModule.from_expr(relay.Function([x], relay.Call(relay.Function([untyped], x), [x])))
+    f = relay.var("f", relay.TensorType((2,), "float32"))
+    with pytest.raises(tvm.TVMError, match="'f' is annotated tensor<2xf32> but its value has type"):
+        tvm.IRModule.from_expr(relay.Function([x], relay.Let(f, relay.negative(x), x)))
+    y = relay.var("y", shape=(3,))
+    with pytest.raises(tvm.TVMError) as e:
+        tvm.IRModule.from_expr(relay.Function([x, y], relay.Call(y, [x])))   # calls a tensor
+    assert "not a function" in str(e.value) and "test_classic_relay.py" in str(e.value)
+    with pytest.raises(tvm.TVMError) as e:
+        tvm.IRModule.from_expr(relay.Function([x], relay.Call(relay.Function([y], y), [x, x])))
+    assert "passes 2 argument(s)" in str(e.value)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from . import analysis, frontend, transform
 from .build import build, create_executor
-from .expr import (Any, Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, TensorType, Var,
+from .expr import (Any, Call, Constant, Expr, FuncType, Function, If, Let, Tuple, TupleGetItem, TupleType, TensorType, Var,
                    const, var)
 from .scope_builder import ScopeBuilder
 

@@ -40,6 +40,32 @@ class Any:
     """``relay.Any()``: a dimension known at run time (``?``)."""
 
 
+class TupleType:
+    """``relay.TupleType([t, ...])``."""
+
+    def __init__(self, fields):
+        self.fields = list(fields)
+
+    def to_ir(self):
+        from ...ir import types as T
+        return T.TupleType(tuple(f.to_ir() for f in self.fields))
+
+
+class FuncType:
+    """``relay.FuncType([arg types], ret_type)``: the type of a closure
+    (``(tensor<4xf32>) -> tensor<4xf32>`` in the dialect)."""
+
+    def __init__(self, arg_types, ret_type, type_params=None, type_constraints=None):
+        if type_params:
+            raise TVMError("relay.FuncType: type parameters (polymorphic functions) are not supported "
+                           "by this Python layer; write them in the relay dialect text")
+        self.arg_types, self.ret_type = list(arg_types), ret_type
+
+    def to_ir(self):
+        from ...ir import types as T
+        return T.FunctionType([a.to_ir() for a in self.arg_types], [self.ret_type.to_ir()])
+
+
 class Expr:
     """A relay expression; arithmetic operators build calls as TVM's do."""
 
@@ -101,8 +127,14 @@ class Constant(Expr):
 
 
 class Call(Expr):
-    def __init__(self, op, args, attrs):
-        self.op, self.args, self.attrs = op, list(args), dict(attrs)
+    """An op's call (`op` its name), or a call of a function value (`op` an
+    expression: a closure, a function-typed var), emitted as
+    relay.call_indirect."""
+
+    def __init__(self, op, args, attrs=None, type_args=None, span=None):
+        if type_args:
+            raise TVMError("relay.Call: type_args are not supported (relay functions here are monomorphic)")
+        self.op, self.args, self.attrs = op, list(args), dict(attrs or {})
         self.loc = _caller_loc()
 
     def __repr__(self):
@@ -142,7 +174,9 @@ class If(Expr):
 
 
 class Function(Expr):
-    """``relay.Function(params, body)``: emitted as a relay.func."""
+    """``relay.Function(params, body)``: emitted as a relay.func; nested in
+    another function's body it is a closure (relay.fn), whose body may read
+    the enclosing function's values."""
 
     def __init__(self, params, body, ret_type=None, type_params=None, attrs=None):
         self.params, self.body = list(params), body
@@ -156,8 +190,7 @@ def var(name_hint, type_annotation=None, shape=None, dtype="float32"):
     """``relay.var("x", shape=(1, 3), dtype="float32")`` or with a TensorType."""
     if type_annotation is None:
         if shape is None:
-            raise TVMError(f"relay.var('{name_hint}'): give shape= (and dtype=) or a TensorType; "
-                           "relay parameters must be typed")
+            return Var(name_hint, None)    # a let's variable: its type is its value's
         type_annotation = TensorType(shape, dtype)
     elif isinstance(type_annotation, str):
         type_annotation = TensorType(shape or (), type_annotation)
@@ -207,6 +240,8 @@ def free_vars(expr):
         seen.add(id(e))
         if isinstance(e, Var):
             out.append(e)
+        elif isinstance(e, Call) and isinstance(e.op, Expr):
+            stack.extend(reversed([e.op] + _children(e)))
         elif isinstance(e, Function):
             bound.update(id(p) for p in e.params)
             stack.append(e.body)
@@ -221,8 +256,11 @@ def free_vars(expr):
 
 
 def _children(e):
+    """The sub-expressions emitted before `e` (a Function's body is not one:
+    it is emitted inside the closure's region)."""
     if isinstance(e, Call):
-        return [a for a in e.args if isinstance(a, Expr)] + \
+        callee = [e.op] if isinstance(e.op, Expr) else []
+        return callee + [a for a in e.args if isinstance(a, Expr)] + \
             [x for a in e.args if isinstance(a, (list, tuple)) for x in a if isinstance(x, Expr)]
     if isinstance(e, Tuple):
         return e.fields
@@ -273,10 +311,7 @@ def _emit(func, name, keep=()):
                        f"{', '.join(v.name_hint for v in missing)}")
     block = Block()
     env = {}
-    for p in func.params:
-        if not isinstance(p, Var):
-            raise TVMError(f"a Function's parameters are relay.var()s, got {type(p).__name__}")
-        env[id(p)] = block.add_arg(p.type_annotation.to_ir(), p.name_hint)
+    _add_params(func, block, env)
     b = Builder.at_end(block)
     fields = func.body.fields if isinstance(func.body, Tuple) else [func.body]
     try:
@@ -289,6 +324,16 @@ def _emit(func, name, keep=()):
     ft = T.FunctionType([a.type for a in block.args], [r.type for r in results])
     f = FuncOp((), (), {"sym_name": name, "function_type": ft}, [Region([block])], UNKNOWN)
     return f, [env[id(e)] for e in keep]
+
+
+def _add_params(func, block, env):
+    for p in func.params:
+        if not isinstance(p, Var):
+            raise TVMError(f"a Function's parameters are relay.var()s, got {type(p).__name__}")
+        if p.type_annotation is None:
+            raise TVMError(f"parameter '{p.name_hint}' has no type: give relay.var shape= and dtype=, "
+                           "a TensorType or a FuncType")
+        env[id(p)] = block.add_arg(p.type_annotation.to_ir(), p.name_hint)
 
 
 def _value(expr, b, env):
@@ -330,18 +375,65 @@ def _emit_one(e, b, env):
                 operands += [env[id(x)] for x in a]
             else:
                 operands.append(env[id(a)])
+        if isinstance(e.op, Expr):
+            return _call_value(env[id(e.op)], operands, e, b)
         return _build(b, e.op, operands, e.attrs, e.loc)
     if isinstance(e, Let):
         while isinstance(e, Let):    # a chain of lets iterates (ScopeBuilder makes long ones)
-            env[id(e.var)] = _value(e.value, b, env)
+            v = env[id(e.var)] = _value(e.value, b, env)
+            _check_let_type(e.var, v)
             e = e.body
         return _value(e, b, env)
     if isinstance(e, If):
         return _emit_if(e, b, env)
     if isinstance(e, Function):
-        raise TVMError("a nested relay.Function (a closure) is not supported by this Python layer; "
-                       "write it in the relay dialect text")
+        return _emit_closure(e, b, env)
     raise TVMError(f"not a relay expression: {type(e).__name__}")
+
+
+def _emit_closure(e, b, env):
+    """relay.fn: the parameters are its block's arguments, the body is
+    emitted inside (reading the enclosing values it captures)."""
+    from ...dialects.relay.ops.closure import FnOp
+    from ...dialects.relay.ops.function import ReturnOp
+    from ...ir import types as T
+    from ...ir.builder import Builder
+    from ...ir.core import Block, Region
+    from ...ir.location import UNKNOWN
+    block = Block()
+    inner = dict(env)
+    _add_params(e, block, inner)
+    v = _value(e.body, Builder.at_end(block), inner)
+    block.append(ReturnOp([v], (), None, (), UNKNOWN))
+    ft = T.FunctionType([a.type for a in block.args], [v.type])
+    op = FnOp((), (), {}, [Region([block])], UNKNOWN)
+    from ...ir.core import OpResult
+    op.results = [OpResult(ft, op, 0)]
+    b.insert(op)
+    return op.results[0]
+
+
+def _call_value(callee, operands, e, b):
+    """relay.call_indirect of a function value; its type is checked here,
+    where the user's line is known."""
+    from ...dialects.relay.ops.closure import CallIndirectOp
+    from ...ir.diagnostics import DiagnosticError
+    try:
+        op = CallIndirectOp.build(callee, *operands, loc=e.loc)
+        op.verify_()
+    except DiagnosticError as err:
+        from ..build import _render
+        raise TVMError(_render(err)) from None
+    b.insert(op)
+    return op.results[0]
+
+
+def _check_let_type(variable, value):
+    from ...dialects.relay.types import compatible
+    want = variable.type_annotation
+    if want is not None and not compatible(value.type, want.to_ir()):
+        raise TVMError(f"relay.Let: '{variable.name_hint}' is annotated {want.to_ir()} but its value has "
+                       f"type {value.type}")
 
 
 def _emit_if(e, b, env):
