@@ -190,14 +190,15 @@ def test_gpt_form_fuses_in_place_of_the_transposes():
     assert "%0 = transpose(%k) {axes = [0, 2, 3, 1]}" in out, out
     assert "%out = nn.attention(%q, %0, %v, %mask) {scale = 0.353553" in out and 'key_layout = "BNHS"' in out, out
     rng = np.random.default_rng(2)
+    models = [build(text, fallback=False) for text in (GPT, out)]   # '?' lengths: one build each
     for m, past in ((1, 4), (5, 0), (3, 9)):
         q = rng.standard_normal((1, m, 2, 8)).astype(np.float32)
         k, v = (rng.standard_normal((1, past + m, 2, 8)).astype(np.float32) for _ in range(2))
         mask = np.where(np.arange(past + m)[None, :] <= np.arange(m)[:, None] + past, 0, -1e9)
         mask = mask.astype(np.float32)[None, None]
         want = reference(q, k, v, mask, scale=0.35355339)
-        for text in (GPT, out):   # the unfused graph and the fused one, each against numpy
-            np.testing.assert_allclose(build(text, fallback=False).run(q, k, v, mask), want, rtol=2e-5, atol=2e-5)
+        for model in models:   # the unfused graph and the fused one, each against numpy
+            np.testing.assert_allclose(model.run(q, k, v, mask), want, rtol=2e-5, atol=2e-5)
 
 
 def test_static_form_with_scaled_q_and_where_mask():
