@@ -176,7 +176,11 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
     are left out (TVM's PassContext disabled_pass)."""
     from ..ir.pass_manager import instantiate, parse_pipeline
     from ..ir.registry import PASSES, PRESETS, get_pass_class
-    names = list(PRESETS[f"O{opt_level}"])
+    # A model's qnn ops on constants (an ONNX QDQ model's DequantizeLinear of
+    # its int8 weights) fold into float constants: nothing here turns them
+    # into integer products, and left alone they dequantize every weight at
+    # every call.
+    names = ["fold-constant{fold-qnn=true}" if n == "fold-constant" else n for n in PRESETS[f"O{opt_level}"]]
     at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
     if mixed_precision:
         if mixed_precision not in ("bfloat16", "float16"):

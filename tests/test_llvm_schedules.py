@@ -258,7 +258,11 @@ def test_pointwise_convs_become_packed_dense_and_match_numpy(cin, cout, h, w):
 
 
 @pytest.mark.parametrize("cin, cout, h, w, k, stride", [(13, 64, 9, 11, 3, 1), (8, 48, 10, 7, 3, 2),
-                                                      (3, 32, 12, 12, 7, 2)])
+                                                      (3, 32, 12, 12, 7, 2),
+                                                      # maps narrower than any ragged block: the
+                                                      # whole width is the tile (4, 3, 2 pixels)
+                                                      (40, 64, 4, 4, 3, 1), (16, 32, 3, 3, 3, 1),
+                                                      (24, 96, 4, 4, 3, 2)])
 def test_nhwc_convs_with_constant_weights_read_them_in_output_channel_panels(cin, cout, h, w, k, stride):
     """build(): an NCHW conv converted to NHWC with a constant weight has
     it packed at compile time as OHWI{n}o (conv-pack), with its bias and

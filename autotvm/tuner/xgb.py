@@ -79,7 +79,8 @@ class _Booster:
 class XGBTuner(Tuner):
     def __init__(self, task, plan_size: int = 64, feature_type: str = "itervar", loss_type: str = "rank",
                  num_threads: int | None = None, seed: int = 0, epsilon: float = 0.05,
-                 diversity: float = 0.15, refit_every: int = REFIT_EVERY, initial: str = "balanced"):
+                 diversity: float = 0.15, refit_every: int = REFIT_EVERY, initial: str = "balanced",
+                 first_fit: int = FIRST_FIT):
         if feature_type not in ("itervar", "knob"):
             raise ValueError(f"feature_type is 'itervar' or 'knob', not {feature_type!r}")
         if initial not in ("balanced", "random"):
@@ -96,7 +97,7 @@ class XGBTuner(Tuner):
         self.epsilon, self.diversity, self.seed = epsilon, diversity, seed
         self.nprng = np.random.default_rng(seed)
         self.lens = [len(k) for k in self.space.knobs]
-        self.first_fit = min(plan_size, FIRST_FIT, max(8, len(self.space) // 8))
+        self.first_fit = min(plan_size, first_fit, max(8, len(self.space) // 8))
         self.refit_every = max(1, refit_every)
         self.next_fit = self.first_fit
         self.xs: list[int] = []

@@ -643,6 +643,11 @@ def block_factor(n, per_row, vu, ragged=True):
     exact = max((f for f in range(MIN_EXACT_BLOCK, min(n, limit) + 1) if n % f == 0), default=None)
     if exact is not None:
         return exact
+    if 2 <= n < MIN_EXACT_BLOCK and n <= limit:
+        # the whole axis (a 4x4 map's width): no block of BLOCKS is smaller
+        # than it, and one pixel per tile left ResNet's last stage at 64 to
+        # 128 px (4x4x512 3x3) on a single accumulator, 2 GFLOP/s
+        return n
     if not ragged:
         return None
     return max((f for f in BLOCKS if f <= limit and f < n), key=lambda f: (f * (n // f), f), default=None)
