@@ -71,6 +71,8 @@ PASSES: dict[str, tuple[str, str]] = {
     "to-mixed-precision": ("tvmd.dialects.relay.passes.to_mixed_precision", "ToMixedPrecision"),
     "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize"),
     "quantize-weights": ("tvmd.dialects.relay.passes.quantize_weights", "QuantizeWeights"),
+    "fake-quantization-to-integer": ("tvmd.dialects.relay.passes.fake_quantization_to_integer",
+                                     "FakeQuantizationToInteger"),
     "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize"),
     "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph"),
     # conversions

@@ -177,9 +177,9 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
     from ..ir.pass_manager import instantiate, parse_pipeline
     from ..ir.registry import PASSES, PRESETS, get_pass_class
     # A model's qnn ops on constants (an ONNX QDQ model's DequantizeLinear of
-    # its int8 weights) fold into float constants: nothing here turns them
-    # into integer products, and left alone they dequantize every weight at
-    # every call.
+    # its int8 weights) fold into float constants where
+    # fake-quantization-to-integer did not take their products: left alone
+    # they would dequantize every weight at every call.
     names = ["fold-constant{fold-qnn=true}" if n == "fold-constant" else n for n in PRESETS[f"O{opt_level}"]]
     at = next((i for i, n in enumerate(names) if n.startswith("fuse-ops")), len(names))
     if mixed_precision:
@@ -188,6 +188,12 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
         names[at:at] = [f"to-mixed-precision{{dtype={mixed_precision}}}", "fold-constant"]
         at += 2
     llvm = str(target).split()[0] == "llvm"
+    if opt_level >= 3 and llvm:
+        # a QDQ model's products on its int8 values: after a fold-constant
+        # that leaves qnn ops (the zero points' casts fold), before the
+        # ones that fold the weights' dequantize away
+        names[1:1] = ["fold-constant", "fake-quantization-to-integer"]
+        at += 2
     targeted = (lambda name: f"{name}{{target='{target}'}}" if str(target) != "llvm" else name)
     before_fusion = []
     if opt_level >= 3 and llvm and LLVM_CONV_LAYOUT:

@@ -12,7 +12,8 @@
   the ONNX output names.
 * A node whose inputs are all constants and whose outputs are small (shape
   arithmetic, mostly) is folded to constants as TVM's importer did; what
-  nothing uses any more is erased at the end.
+  nothing uses any more is erased at the end.  DequantizeLinear is never
+  folded: its int8 operand is what an integer product takes.
 """
 
 from __future__ import annotations
@@ -452,7 +453,11 @@ class GraphImporter:
     def bind_outputs(self, node, outs):
         if not isinstance(outs, (list, tuple)):
             outs = [outs]
-        const_inputs = node.inputs and all(v is None or _is_constant(v) for v in node.inputs)
+        # a dequantized constant stays a qnn.dequantize of the int8 values:
+        # fake-quantization-to-integer computes its products on them (and
+        # build's fold-constant folds what it leaves)
+        const_inputs = node.inputs and node.op_type != "DequantizeLinear" and \
+            all(v is None or _is_constant(v) for v in node.inputs)
         for i, name in enumerate(node.outputs):
             if not name:
                 continue
