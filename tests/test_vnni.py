@@ -177,6 +177,8 @@ def conv_reference(x, w_hwio, strides, padding, dilation):
     (8, 64, 3, (2, 2), (1, 0, 2, 1), (1, 1)),       # strided, uneven padding
     (12, 16, 3, (1, 1), (2, 2, 2, 2), (2, 2)),      # dilated
     (32, 32, 1, (1, 1), (0, 0, 0, 0), (1, 1)),      # a pixel dense
+    (3, 32, 7, (2, 2), (3, 3, 3, 3), (1, 1)),       # an image's 3 channels: padded to 4, zero weights
+    (6, 16, 1, (1, 1), (0, 0, 0, 0), (1, 1)),       # padded channels and no spatial padding
 ])
 def test_int8_conv2d_is_exact(target, c, o, k, strides, padding, dilation):
     rng = np.random.default_rng(c * o + k)

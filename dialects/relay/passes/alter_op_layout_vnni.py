@@ -9,9 +9,10 @@ product, vpdpbusd (AVX512-VNNI, AVX-VNNI), on a target that has it.
 
     %y = nn.conv2d(%x, %w) {data_layout = "NHWC", out_dtype = "int32", ...}
                                        x i8 NHWC, w an i8 constant (any kernel layout), one
-      =>                               group, 4 | input channels, n | output channels
+      =>                               group, n | output channels (input channels padded
+                                       to a multiple of 4 with zero weights)
     %u = cast(bitwise_xor(%x, -128)) {dtype = "uint8"}
-    %p = nn.pad(%u) {pad_width = [[0, 0], [t, b], [l, r], [0, 0]], pad_value = 128.0}   (if padded)
+    %p = nn.pad(%u) {pad_width = [[0, 0], [t, b], [l, r], [0, e]], pad_value = 128.0}   (if padded, or e > 0)
     %d = nn.contrib_conv2d_pack(%p, %wp) {kernel_layout = "OHWI32o4i", strides, dilation}
     %y = subtract(%d, %c)              %c: 128 * the sum of each output channel's weights
 
@@ -83,6 +84,12 @@ def _conv(op, block, made, vu, pack_width):
         return None
     a = op.attributes
     oihw = convert_array(w.attributes["value"].array, a["kernel_layout"], "OIHW")
+    # input channels up to a whole word (an image's 3): zero weights, so the
+    # padded data channel's value does not matter
+    extra = -oihw.shape[1] % 4
+    if extra:
+        import numpy as np
+        oihw = np.concatenate([oihw, np.zeros(oihw.shape[:1] + (extra,) + oihw.shape[2:], oihw.dtype)], axis=1)
     o, i, kh, kw = oihw.shape
     widths = (pack_width,) if pack_width > 0 else (2 * vu.vnni_lanes[0], vu.vnni_lanes[0])
     nb = next((c for c in widths if o % c == 0), None)
@@ -97,9 +104,9 @@ def _conv(op, block, made, vu, pack_width):
         block.insert_before(op, wp)
     new_ops = _unsigned(op)
     top, left, bottom, right = a["padding"]
-    if any(a["padding"]):
+    if any(a["padding"]) or extra:
         new_ops.append(op_class("nn.pad").build(new_ops[-1].results[0], loc=op.loc, pad_value=128.0,
-                                                pad_width=[[0, 0], [top, bottom], [left, right], [0, 0]]))
+                                                pad_width=[[0, 0], [top, bottom], [left, right], [0, extra]]))
     new_ops.append(Conv2DPackOp.build(new_ops[-1].results[0], wp.results[0], loc=op.loc, strides=a["strides"],
                                       dilation=a["dilation"], kernel_layout=f"OHWI{nb}o4i"))
     return _compensated(op, block, new_ops, oihw.reshape(o, -1))
@@ -160,8 +167,9 @@ def _dense_weight(op):
 
 def _conv_weight(op):
     """The constant weight of an NHWC conv2d (out NHWC, one group) over
-    static data whose input channels are a multiple of 4."""
+    static data (input channels that are not a multiple of 4 are padded
+    to one: the data by nn.pad, the weight by zeros)."""
     a = op.attributes
     if a["data_layout"] != "NHWC" or a["out_layout"] not in ("", "NHWC") or a["groups"] != 1:
         return None
-    return _int8_operands(op, lambda x: x.is_static and x.rank == 4 and x.shape[3] % 4 == 0)
+    return _int8_operands(op, lambda x: x.is_static and x.rank == 4)
