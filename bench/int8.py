@@ -2,10 +2,16 @@
 GEMMs (an int8 dense of constant weights, i8 x i8 -> i32, as --quantize
 leaves it, against the f32 dense; numpy's f32 GEMM beside), and a
 ResNet-style CNN quantized with TVM's defaults (kl_divergence,
-per-channel weights) against its fp32 build, with the int8 model's error.
+per-channel weights) against its fp32 build, with the int8 model's error;
+and ONNX QDQ models (ResNet-18 / ResNet-50 of tvmd/testing/onnx_zoo.py,
+BN folded by onnxruntime's pre-processing, quantized by onnxruntime's
+quantize_static: ui8 activations, per-channel i8 weights) through the ONNX
+backend against onnxruntime at equal threads, with the largest difference
+of their outputs in steps of the output's scale.
 
     .venv/bin/python bench/int8.py [--shapes 128x768x768,128x768x3072,128x3072x768,1x768x3072]
                                    [--cnn-width 64] [--cnn-batch 8] [--threads 2] [--repeat 12]
+                                   [--qdq resnet18,resnet50] [--qdq-size 224]
 
 On a CPU with VNNI (vpdpbusd) --alter-op-layout packs the int8 weights as
 words of four (docs/passes.md); the line above the table says whether
@@ -82,6 +88,62 @@ def bench_cnn(width, batch, repeat):
           f"int8 vs fp32: rel error {rel:.4f}, top-1 agreement {top1:.2f}; int8 alter-op-layout {stats}")
 
 
+def qdq_model(name, size, folder):
+    """`name` from onnx_zoo at `size`, BN folded and quantized by
+    onnxruntime (QDQ); (model, input name, output scale)."""
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    from tvmd.testing import onnx_zoo
+    model = getattr(onnx_zoo, name)(size=size)[0]
+    f32, pre, q = (os.path.join(folder, f"{name}_{t}.onnx") for t in ("f32", "pre", "qdq"))
+    onnx.save(model, f32)
+    quant_pre_process(f32, pre)          # folds BN into the convs, as an exported model has them
+    x_name = model.graph.input[0].name
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            self.n = 0
+
+        def get_next(self):
+            self.n += 1
+            return None if self.n > 8 else \
+                {x_name: np.random.default_rng(self.n).standard_normal((1, 3, size, size)).astype(np.float32)}
+    quantize_static(pre, q, Calibration(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    qm = onnx.load(q)
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in qm.graph.initializer}
+    producers = {o: n for n in qm.graph.node for o in n.output}
+    node = producers[qm.graph.output[0].name]
+    while node.op_type != "DequantizeLinear":
+        node = producers[node.input[0]]
+    return qm, x_name, float(np.asarray(inits[node.input[1]]).max())
+
+
+def bench_qdq(names, size, threads, repeat):
+    import logging
+    import tempfile
+    import onnxruntime as ort
+    from tvmd.frontend.onnx_backend import TvmdBackend
+    logging.getLogger().setLevel(logging.ERROR)    # the quantizer's advice, per tensor
+    with tempfile.TemporaryDirectory() as folder:
+        for name in names:
+            model, x_name, step = qdq_model(name, size, folder)
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = threads
+            sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            rep = TvmdBackend.prepare(model)
+            x = np.random.default_rng(99).standard_normal((1, 3, size, size)).astype(np.float32)
+            want, got = sess.run(None, {x_name: x})[0], rep.run([x])[0]
+            steps = float(np.abs(got - want).max() / step)
+            times = interleaved_times([lambda: sess.run(None, {x_name: x}), lambda: rep.run([x])], repeat)
+            med = [float(np.median(t)) for t in times]
+            print(f"{name} QDQ {size}x{size}: onnxruntime {med[0] * 1e3:.2f} ms, tvmd {med[1] * 1e3:.2f} ms, "
+                  f"tvmd/onnxruntime {med[1] / med[0]:.2f}; spread {spread_pct(times[0]):.0f}%/"
+                  f"{spread_pct(times[1]):.0f}%; outputs differ by at most {steps:.0f} step(s) of the "
+                  f"output's scale, equal at {np.mean(got == want):.0%} of them", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="128x768x768,128x768x3072,128x3072x768,1x768x3072")
@@ -89,6 +151,10 @@ def main(argv=None):
     ap.add_argument("--cnn-batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TVMD_NUM_THREADS", "2")))
     ap.add_argument("--repeat", type=int, default=12)
+    ap.add_argument("--qdq", default="resnet18,resnet50", help="onnx_zoo models quantized by onnxruntime "
+                    "(QDQ) to run against it ('' skips)")
+    ap.add_argument("--qdq-size", type=int, default=224)
+    ap.add_argument("--skip", default="", help="sections to skip: gemms, cnn")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import machine
@@ -97,8 +163,13 @@ def main(argv=None):
     int8 = machine.peak_int8_gops(a.threads)
     print(f"{machine.describe(a.threads)}; int8 limit "
           + (f"{int8:.0f} GOP/s on vpdpbusd (VNNI, {vnni[0] * 32} bits)" if int8 else "none measured: no VNNI"))
-    bench_gemms(a.shapes.split(","), a.repeat)
-    bench_cnn(a.cnn_width, a.cnn_batch, a.repeat)
+    skip = set(a.skip.split(","))
+    if "gemms" not in skip:
+        bench_gemms(a.shapes.split(","), a.repeat)
+    if "cnn" not in skip:
+        bench_cnn(a.cnn_width, a.cnn_batch, a.repeat)
+    if a.qdq:
+        bench_qdq(a.qdq.split(","), a.qdq_size, a.threads, a.repeat)
 
 
 if __name__ == "__main__":
