@@ -16,13 +16,19 @@ from tvmd.runtime.build import build  # noqa: E402
 from tvmd.testing import onnx_zoo  # noqa: E402
 
 
-def qdq_resnet(tmp_path, size=32, width=8, activation="QUInt8", per_channel=True):
+def qdq_resnet(tmp_path, size=32, width=8, activation="QUInt8", per_channel=True, model=None):
     """A small ResNet-18 (basic blocks, BN) quantized by onnxruntime (QDQ,
-    int8 weights), and its input name."""
+    int8 weights), and its input name; `model`: another float model, whose
+    BNs onnxruntime's pre-processing folds first."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    model = onnx_zoo.resnet18(size=size, width=width, classes=10)[0]
     f32, q = tmp_path / "f32.onnx", tmp_path / "q.onnx"
-    onnx.save(model, str(f32))
+    if model is None:
+        model = onnx_zoo.resnet18(size=size, width=width, classes=10)[0]
+        onnx.save(model, str(f32))
+    else:
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+        onnx.save(model, str(tmp_path / "raw.onnx"))
+        quant_pre_process(str(tmp_path / "raw.onnx"), str(f32))
     name = model.graph.input[0].name
 
     class Calibration(CalibrationDataReader):
@@ -88,3 +94,17 @@ def test_the_rewrite_keeps_the_float_answer_where_the_pass_is_off(tmp_path):
     assert "fake-quantization-to-integer" not in floats.stats
     x = np.random.default_rng(7).standard_normal((1, 3, 32, 32)).astype(np.float32)
     np.testing.assert_allclose(ints.run(x), floats.run(x), rtol=0, atol=1.01 * last_scale(model))
+
+
+def test_depthwise_convs_of_a_mobilenet(tmp_path):
+    """MobileNet-v2 (BN folded by onnxruntime's pre-processing: depthwise
+    3x3, pointwise 1x1, Relu6 folded into the quantization): every product
+    on int8, the outputs onnxruntime's within one step."""
+    model, name = qdq_resnet(tmp_path, model=onnx_zoo.mobilenet_v2(size=32, width=0.25, max_repeats=1, classes=10)[0])
+    products = sum(n.op_type in ("Conv", "Gemm") for n in model.graph.node)
+    assert any(a.name == "group" and a.i > 1 for n in model.graph.node if n.op_type == "Conv" for a in n.attribute)
+    module, _ = from_onnx(model)
+    cm = build(module, progress=False, fallback=False)
+    assert cm.stats["fake-quantization-to-integer"]["products-on-integers"] == products
+    x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    np.testing.assert_allclose(cm.run(x), ort_run(model, {name: x}), rtol=0, atol=1.01 * last_scale(model))
