@@ -279,7 +279,7 @@ def main(argv=None):
     ap.add_argument("--without-default", action="store_true",
                     help="--replay: take the default config out of the table (compare the search alone)")
     ap.add_argument("--xgb-option", action="append", default=[], metavar="NAME=VALUE",
-                    help="another XGBTuner argument, e.g. initial=random or diversity=0.1")
+                    help="another XGBTuner argument, e.g. diversity=0.1 or refit_every=16")
     a = ap.parse_args(argv)
     for opt in a.xgb_option:
         key, _, value = opt.partition("=")

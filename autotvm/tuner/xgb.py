@@ -79,12 +79,9 @@ class _Booster:
 class XGBTuner(Tuner):
     def __init__(self, task, plan_size: int = 64, feature_type: str = "itervar", loss_type: str = "rank",
                  num_threads: int | None = None, seed: int = 0, epsilon: float = 0.05,
-                 diversity: float = 0.15, refit_every: int = REFIT_EVERY, initial: str = "balanced",
-                 first_fit: int = FIRST_FIT):
+                 diversity: float = 0.15, refit_every: int = REFIT_EVERY):
         if feature_type not in ("itervar", "knob"):
             raise ValueError(f"feature_type is 'itervar' or 'knob', not {feature_type!r}")
-        if initial not in ("balanced", "random"):
-            raise ValueError(f"initial is 'balanced' or 'random', not {initial!r}")
         if loss_type not in ("rank", "reg"):
             raise ValueError(f"loss_type is 'rank' or 'reg', not {loss_type!r}")
         super().__init__(task, seed=seed)
@@ -97,7 +94,7 @@ class XGBTuner(Tuner):
         self.epsilon, self.diversity, self.seed = epsilon, diversity, seed
         self.nprng = np.random.default_rng(seed)
         self.lens = [len(k) for k in self.space.knobs]
-        self.first_fit = min(plan_size, first_fit, max(8, len(self.space) // 8))
+        self.first_fit = min(plan_size, FIRST_FIT, max(8, len(self.space) // 8))
         self.refit_every = max(1, refit_every)
         self.next_fit = self.first_fit
         self.xs: list[int] = []
@@ -106,8 +103,6 @@ class XGBTuner(Tuner):
         self.plan: list[int] = []
         self.planned = False       # a model (own or transferred) made the current plan
         self.sa_points = None      # SA chains persist between plans
-        self.initial = initial
-        self._cycles = [[] for _ in self.lens]   # balanced design: each knob's values still to use
 
     # ---- proposing
     def next_batch(self, n: int) -> list[int]:
@@ -121,30 +116,11 @@ class XGBTuner(Tuner):
                 while self.plan and i is None:
                     j = self.plan.pop(0)
                     i = None if j in self.visited else j
-            if i is None and not self.planned and self.initial == "balanced":
-                i = self._balanced_unvisited()
             if i is None:
                 (i,) = sample_unvisited(self.rng, total, self.visited, 1)
             self.visited.add(i)
             out.append(i)
         return out
-
-    def _balanced_unvisited(self, tries: int = 16):
-        """A random unvisited config whose every knob takes the next value
-        of a shuffled cycle through its candidates: after L draws each of a
-        knob's L values has been measured once, so the first model sees
-        every value of every knob instead of random's clumps.  None when
-        `tries` draws all hit visited configs."""
-        for _ in range(tries):
-            index, scale = 0, 1
-            for q, n in zip(self._cycles, self.lens):
-                if not q:
-                    q.extend(self.nprng.permutation(n).tolist())
-                index += q.pop() * scale
-                scale *= n
-            if index not in self.visited:
-                return index
-        return None
 
     # ---- learning
     def update(self, indices, records) -> None:
