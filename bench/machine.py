@@ -85,7 +85,8 @@ def _peak_kernel(chains=12, int8=False):
     L, operations per lane and instruction); with `int8`, vpdpbusd
     (four u8 x s8 multiply-adds per i32 lane) on the widest VNNI vector."""
     import ctypes
-    from tvmd.backend.llvm.intrinsics import VPDPBUSD
+    from tvmd.backend.llvm.intrinsics import DOT_INSTRUCTIONS
+    VPDPBUSD = DOT_INSTRUCTIONS["dot4_u8s8"]
     from tvmd.backend.llvm.jit import engine_for_ir
     from tvmd.backend.spec import parse_target
     t = parse_target("llvm")
