@@ -108,3 +108,42 @@ def test_depthwise_convs_of_a_mobilenet(tmp_path):
     assert cm.stats["fake-quantization-to-integer"]["products-on-integers"] == products
     x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32)
     np.testing.assert_allclose(cm.run(x), ort_run(model, {name: x}), rtol=0, atol=1.01 * last_scale(model))
+
+
+def test_a_qdq_transformer_layer_runs_its_gemms_on_int8(tmp_path):
+    """A BERT layer quantized by onnxruntime (Gemm and MatMul, QDQ): the six
+    Gemms' weights reach nn.dense through the importer's transpose, which
+    the pass makes at compile time on the int8 values; the activation x
+    activation MatMuls stay float. Close to onnxruntime's answer (which
+    rounds its own requantizations)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    model = onnx_zoo.bert_layer_onnx(seq=16, hidden=64, heads=2, ffn=128)
+    model = model[0] if isinstance(model, tuple) else model
+    onnx.save(model, str(tmp_path / "raw.onnx"))
+    quant_pre_process(str(tmp_path / "raw.onnx"), str(tmp_path / "f32.onnx"))
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
+
+    def feeds(seed):
+        rng = np.random.default_rng(seed)
+        return {n: rng.standard_normal(s).astype(np.float32) if n != "mask" else np.zeros(s, np.float32)
+                for n, s in shapes.items()}
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            self.n = 0
+
+        def get_next(self):
+            self.n += 1
+            return None if self.n > 4 else feeds(self.n)
+    quantize_static(str(tmp_path / "f32.onnx"), str(tmp_path / "q.onnx"), Calibration(),
+                    quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    per_channel=True, op_types_to_quantize=["MatMul", "Gemm"])
+    q = onnx.load(str(tmp_path / "q.onnx"))
+    module, _ = from_onnx(q)
+    cm = build(module, progress=False, fallback=False)
+    assert cm.stats["fake-quantization-to-integer"]["products-on-integers"] == \
+        sum(n.op_type == "Gemm" for n in q.graph.node) == 6
+    f = feeds(50)
+    want = ort_run(q, f)
+    np.testing.assert_allclose(cm.run(*f.values()), want, rtol=0, atol=1e-2 * np.abs(want).max())

@@ -22,7 +22,9 @@ with zx' = zx (i8 data) or zx - 128 (ui8 data: shifted into i8, since
 nn.conv2d takes one element type).  Exactly sum (q - zx) * wq[o] * sx *
 sw[o]: the integer sum is exact, and one rounding (the multiply) follows,
 where the float product rounded at every term.  ``nn.dense(%x, %w)`` (x
-rows of K, w N x K, sw per N) is the same without the padding.  The
+rows of K, w N x K, sw per N) is the same without the padding; its weight
+may also be ``transpose(qnn.dequantize(...))`` (the ONNX importer's form
+of a Gemm / MatMul weight), transposed here on the int8 constant.  The
 bias, the requantization and the activations' quantize / dequantize
 pairs stay float32 (elementwise: they fuse into the product's kernel);
 --alter-op-layout then puts the int8 products on the CPU's dot-product
@@ -87,6 +89,18 @@ def _dequantized(v):
         np.asarray(zc.attributes["value"].array, np.int64), d.attributes["axis"]
 
 
+def _transposed(v):
+    """(perm, operand) when `v` is a transpose of a qnn.dequantize (what
+    the ONNX importer makes of Gemm / MatMul weights); else (None, v)."""
+    from ..ops.qnn import DequantizeOp
+    d = v.defining_op()
+    if getattr(d, "name", None) == "relay.transpose" and isinstance(d.operands[0].defining_op(), DequantizeOp):
+        axes = d.attributes["axes"]
+        rank = d.operands[0].type.rank
+        return (list(axes) if axes else list(reversed(range(rank)))), d.operands[0]
+    return None, v
+
+
 def _rewrite(op, block, dead):
     import numpy as np
     from ....ir import types as T
@@ -103,7 +117,9 @@ def _rewrite(op, block, dead):
         return False
     if op.results[0].type.element_type is not T.f32 or op.attributes.get("out_dtype") not in ("", "float32"):
         return False
-    x, w = _dequantized(op.operands[0]), _dequantized(op.operands[1])
+    perm, wv = _transposed(op.operands[1])
+    tr = op.operands[1].defining_op() if perm is not None else None
+    x, w = _dequantized(op.operands[0]), _dequantized(wv)
     if x is None or w is None:
         return False
     xd, q, sx, zx, _ = x
@@ -114,6 +130,14 @@ def _rewrite(op, block, dead):
     if sx.size != 1 or zx.size != 1:
         return False
     warr = np.asarray(wc.attributes["value"].array, np.int64)
+    if perm is not None:
+        # the importer's transpose of a (K, N) weight for nn.dense: made
+        # at compile time on the int8 values, the channel axis moved with it
+        w_axis = perm.index(w_axis % warr.ndim)
+        warr = warr.transpose(perm)
+        wt = _const(np.ascontiguousarray(warr.astype(np.int8)), op.loc)
+        block.insert_before(op, wt)
+        wq = wt.results[0]
     o = warr.shape[0]
     if sw.size != 1 and (sw.size != o or w_axis % warr.ndim != 0):
         return False
@@ -154,6 +178,8 @@ def _rewrite(op, block, dead):
         # producers first: erase_if_dead takes the dequantize, then its constants
         dead.extend(c for c in map(defining_constant, d.operands) if c is not None)
         dead.append(d)
+    if tr is not None:
+        dead.append(tr)
     return True
 
 
