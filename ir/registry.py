@@ -73,6 +73,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "quantize-weights": ("tvmd.dialects.relay.passes.quantize_weights", "QuantizeWeights"),
     "fake-quantization-to-integer": ("tvmd.dialects.relay.passes.fake_quantization_to_integer",
                                      "FakeQuantizationToInteger"),
+    "qnn-legalize": ("tvmd.dialects.relay.passes.qnn_legalize", "QnnLegalize"),
     "qnn-canonicalize": ("tvmd.dialects.relay.passes.quantize.qnn_lower", "QnnCanonicalize"),
     "view-op-graph": ("tvmd.dialects.relay.passes.view_op_graph", "ViewOpGraph"),
     # conversions

@@ -192,8 +192,10 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
         # a QDQ model's products on its int8 values: after a fold-constant
         # that leaves qnn ops (the zero points' casts fold), before the
         # ones that fold the weights' dequantize away
-        names[1:1] = ["fold-constant", "fake-quantization-to-integer"]
-        at += 2
+        # (and qnn-legalize: the products of qnn.dense / qnn.conv2d, from
+        # onnxruntime's dynamic quantization or QLinear ops, on int8 too)
+        names[1:1] = ["fold-constant", "fake-quantization-to-integer", "qnn-legalize"]
+        at += 3
     targeted = (lambda name: f"{name}{{target='{target}'}}" if str(target) != "llvm" else name)
     before_fusion = []
     if opt_level >= 3 and llvm and LLVM_CONV_LAYOUT:

@@ -135,36 +135,18 @@ def _rewrite(op, block, dead):
         # at compile time on the int8 values, the channel axis moved with it
         w_axis = perm.index(w_axis % warr.ndim)
         warr = warr.transpose(perm)
-        wt = _const(np.ascontiguousarray(warr.astype(np.int8)), op.loc)
-        block.insert_before(op, wt)
-        wq = wt.results[0]
     o = warr.shape[0]
     if sw.size != 1 and (sw.size != o or w_axis % warr.ndim != 0):
         return False
     terms = int(np.prod(warr.shape[1:]))
     if terms > MAX_TERMS:
         return False
-    shifted = q.type.element_type is T.u8
-    zx_i8 = int(zx.reshape(())) - (128 if shifted else 0)
     new = []
-    data = _signed(q, op.loc, new) if shifted else q
-    attrs = dict(op.attributes)
-    if isinstance(op, Conv2DOp) and any(attrs["padding"]):
-        top, left, bottom, right = attrs["padding"]
-        new.append(_op("nn.pad", data, loc=op.loc, pad_value=float(zx_i8),
-                       pad_width=[[0, 0], [0, 0], [top, bottom], [left, right]]))
-        data = new[-1].results[0]
-        attrs["padding"] = [0, 0, 0, 0]
-    attrs["out_dtype"] = "int32"
-    cls = type(op)
-    new.append(cls.build(data, wq, loc=op.loc, **{k: v for k, v in attrs.items() if k in cls.ATTRS}))
-    acc = new[-1].results[0]
+    if perm is not None:
+        new.append(_const(np.ascontiguousarray(warr.astype(np.int8)), op.loc))
+        wq = new[-1].results[0]
     rank = op.results[0].type.rank
-    if zx_i8:
-        corr = (zx_i8 * warr.reshape(o, -1).sum(axis=1)).astype(np.int32)
-        new.append(_const(_along(corr, out_axis, rank), op.loc))
-        new.append(_op("subtract", acc, new[-1].results[0], loc=op.loc))
-        acc = new[-1].results[0]
+    acc = integer_product(op, type(op), q, int(zx.reshape(())), wq, warr, out_axis, new)
     new.append(_op("cast", acc, dtype="float32", loc=op.loc))
     scale = (sx.reshape(()) * sw.reshape(-1)).astype(np.float32)
     new.append(_const(scale.reshape(()) if scale.size == 1 else _along(scale, out_axis, rank), op.loc))
@@ -181,6 +163,51 @@ def _rewrite(op, block, dead):
     if tr is not None:
         dead.append(tr)
     return True
+
+
+def integer_product(op, cls, q, zx, wq, warr, out_axis, new):
+    """`cls` (nn.conv2d or nn.dense, with `op`'s attributes) of data `q`
+    (i8 / ui8, zero point `zx`: an int, or a relay value of a scalar when
+    known only at run time) by the i8 constant `wq` (values `warr`, output
+    channels first), as an int32 sum of (q - zx) * w: the ops go into `new`,
+    the sum is returned.  ui8 data is shifted into i8 (zx - 128), a conv's
+    padding becomes an nn.pad of the zero point (an int zx only), and
+    zx * sum(w[o]) is taken off."""
+    import numpy as np
+    from ....ir import types as T
+    from ..ops.conv import Conv2DOp
+    shifted = q.type.element_type is T.u8
+    data = _signed(q, op.loc, new) if shifted else q
+    attrs = dict(op.attributes)
+    if issubclass(cls, Conv2DOp) and any(attrs["padding"]):
+        top, left, bottom, right = attrs["padding"]
+        new.append(_op("nn.pad", data, loc=op.loc, pad_value=float(zx - (128 if shifted else 0)),
+                       pad_width=[[0, 0], [0, 0], [top, bottom], [left, right]]))
+        data = new[-1].results[0]
+        attrs["padding"] = [0, 0, 0, 0]
+    attrs["out_dtype"] = "int32"
+    new.append(cls.build(data, wq, loc=op.loc, **{k: v for k, v in attrs.items() if k in cls.ATTRS}))
+    acc = new[-1].results[0]
+    rank = op.results[0].type.rank
+    sums = warr.reshape(warr.shape[0], -1).sum(axis=1)
+    if isinstance(zx, int):
+        zx -= 128 if shifted else 0
+        if not zx:
+            return acc
+        new.append(_const(_along((zx * sums).astype(np.int32), out_axis, rank), op.loc))
+    else:
+        z = zx
+        if z.type.element_type is not T.i32:
+            new.append(_op("cast", z, dtype="int32", loc=op.loc))
+            z = new[-1].results[0]
+        if shifted:
+            new.append(_const(np.array(128, np.int32), op.loc))
+            new.append(_op("subtract", z, new[-1].results[0], loc=op.loc))
+            z = new[-1].results[0]
+        new.append(_const(_along(sums.astype(np.int32), out_axis, rank), op.loc))
+        new.append(_op("multiply", z, new[-1].results[0], loc=op.loc))
+    new.append(_op("subtract", acc, new[-1].results[0], loc=op.loc))
+    return new[-1].results[0]
 
 
 def _along(v, axis, rank):
