@@ -98,7 +98,7 @@ def _rewrite(op, block, dead):
             block.insert_before(op, r)
             zv = r.results[0]
     new = []
-    acc = integer_product(op, cls, x, zv, w, warr, out_axis, new)
+    integer_product(op, cls, x, zv, w, warr, out_axis, new)
     for n in new:
         block.insert_before(op, n)
     new[-1].results[0].name = op.results[0].name
