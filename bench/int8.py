@@ -7,11 +7,13 @@ and ONNX QDQ models (ResNet-18 / ResNet-50 of tvmd/testing/onnx_zoo.py,
 BN folded by onnxruntime's pre-processing, quantized by onnxruntime's
 quantize_static: ui8 activations, per-channel i8 weights) through the ONNX
 backend against onnxruntime at equal threads, with the largest difference
-of their outputs in steps of the output's scale.
+of their outputs in steps of the output's scale; and the BERT layer of
+bench/models.py quantized by onnxruntime's quantize_dynamic
+(DynamicQuantizeLinear + MatMulInteger) against onnxruntime.
 
     .venv/bin/python bench/int8.py [--shapes 128x768x768,128x768x3072,128x3072x768,1x768x3072]
                                    [--cnn-width 64] [--cnn-batch 8] [--threads 2] [--repeat 12]
-                                   [--qdq resnet18,resnet50] [--qdq-size 224]
+                                   [--qdq resnet18,resnet50] [--qdq-size 224] [--dynamic-seq 128]
 
 On a CPU with VNNI (vpdpbusd) --alter-op-layout packs the int8 weights as
 words of four (docs/passes.md); the line above the table says whether
@@ -144,6 +146,41 @@ def bench_qdq(names, size, threads, repeat):
                   f"output's scale, equal at {np.mean(got == want):.0%} of them", flush=True)
 
 
+def bench_dynamic(seq, threads, repeat):
+    import logging
+    import tempfile
+    import onnx
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    from tvmd.frontend.onnx_backend import TvmdBackend
+    from tvmd.testing import onnx_zoo
+    logging.getLogger().setLevel(logging.ERROR)
+    model = onnx_zoo.bert_layer_onnx(seq)
+    model = model[0] if isinstance(model, tuple) else model
+    with tempfile.TemporaryDirectory() as d:
+        onnx.save(model, os.path.join(d, "raw.onnx"))
+        quant_pre_process(os.path.join(d, "raw.onnx"), os.path.join(d, "f32.onnx"))
+        quantize_dynamic(os.path.join(d, "f32.onnx"), os.path.join(d, "q.onnx"), weight_type=QuantType.QInt8)
+        q = onnx.load(os.path.join(d, "q.onnx"))
+    rng = np.random.default_rng(3)
+    feeds = {i.name: rng.standard_normal([x.dim_value for x in i.type.tensor_type.shape.dim]).astype(np.float32)
+             if i.name != "mask" else np.zeros([x.dim_value for x in i.type.tensor_type.shape.dim], np.float32)
+             for i in model.graph.input}
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    sess = ort.InferenceSession(q.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    rep = TvmdBackend.prepare(q)
+    args = list(feeds.values())
+    want, got = sess.run(None, feeds)[0], rep.run(args)[0]
+    times = interleaved_times([lambda: sess.run(None, feeds), lambda: rep.run(args)], repeat)
+    med = [float(np.median(t)) for t in times]
+    print(f"BERT layer seq {seq}, quantize_dynamic (MatMulInteger): onnxruntime {med[0] * 1e3:.2f} ms, "
+          f"tvmd {med[1] * 1e3:.2f} ms, tvmd/onnxruntime {med[1] / med[0]:.2f}; spread {spread_pct(times[0]):.0f}%/"
+          f"{spread_pct(times[1]):.0f}%; largest difference {np.abs(got - want).max():.4f} of |{np.abs(want).max():.2f}|",
+          flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="128x768x768,128x768x3072,128x3072x768,1x768x3072")
@@ -154,6 +191,8 @@ def main(argv=None):
     ap.add_argument("--qdq", default="resnet18,resnet50", help="onnx_zoo models quantized by onnxruntime "
                     "(QDQ) to run against it ('' skips)")
     ap.add_argument("--qdq-size", type=int, default=224)
+    ap.add_argument("--dynamic-seq", type=int, default=128, help="the dynamically quantized BERT layer's "
+                    "sequence (0 skips it)")
     ap.add_argument("--skip", default="", help="sections to skip: gemms, cnn")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
@@ -170,6 +209,8 @@ def main(argv=None):
         bench_cnn(a.cnn_width, a.cnn_batch, a.repeat)
     if a.qdq:
         bench_qdq(a.qdq.split(","), a.qdq_size, a.threads, a.repeat)
+    if a.dynamic_seq:
+        bench_dynamic(a.dynamic_seq, a.threads, a.repeat)
 
 
 if __name__ == "__main__":
