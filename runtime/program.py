@@ -73,6 +73,13 @@ def _static(t) -> bool:
     return isinstance(t, T.TensorType) and t.is_static
 
 
+def sized_per_call(callee) -> bool:
+    """Whether kernel `callee` takes sizes read per call (runtime/dynamic.py):
+    a '?' in its outputs, or in its inputs only (a whole '?' tensor's
+    minimum into a scalar)."""
+    return any(not b.type.is_static for b in callee.outputs) or bool(callee.attributes.get("size_args"))
+
+
 def captured(loop):
     """The values `loop`'s body (nested regions included) reads from outside it."""
     inside, out = set(), []
@@ -250,7 +257,7 @@ class Program:
             callee = module_lookup(self.module, op)
             if isinstance(callee, tir.FuncOp):
                 defines = []
-                if any(not b.type.is_static for b in callee.outputs):
+                if sized_per_call(callee):
                     # sized per call (runtime/dynamic.py): not in the static plan;
                     # a reshape's result views its input (so, to the plan, it
                     # may view what the input views)
@@ -367,7 +374,7 @@ class Program:
 
     def _kernel_step(self, op, callee, out, ins, bufs, consts, shapes):
         kernel = self.lib[callee.sym_name]
-        if any(not b.type.is_static for b in callee.outputs):
+        if sized_per_call(callee):
             from .dynamic import dynamic_kernel_step
             grows = callee.attributes.get("append_to")
             grows = tuple(grows) if grows is not None else None

@@ -76,3 +76,24 @@ def test_dynamic_quantization_of_a_transformer_layer(tmp_path):
     s = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"])
     want = s.run(None, feeds)[0]
     np.testing.assert_allclose(cm.run(*feeds.values()), want, rtol=0, atol=1e-2 * np.abs(want).max())
+
+
+def test_matmul_integer_over_rows_known_at_run_time():
+    """A transformer's MatMulInteger: 3-d activations ('?' sequence) by a 2-d
+    weight import as one qnn.dense (no batch broadcast), legalized; one
+    build serves every length, exact against numpy."""
+    rng = np.random.default_rng(3)
+    b = rng.integers(-128, 128, (32, 24)).astype(np.int8)
+    node = helper.make_node("MatMulInteger", ["a", "b", "za"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, "seq", 32]),
+                                        helper.make_tensor_value_info("za", TensorProto.UINT8, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, [1, "seq", 24])],
+                          [onnx.numpy_helper.from_array(b, "b")])
+    module, _ = from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
+    assert "qnn.dense" in str(module) and "qnn.batch_matmul" not in str(module)
+    cm = build(module, progress=False, fallback=False)
+    assert cm.stats["qnn-legalize"]["products-legalized"] == 1
+    for n in (1, 9, 40):
+        a = rng.integers(0, 256, (1, n, 32)).astype(np.uint8)
+        za = np.array(117, np.uint8)
+        np.testing.assert_array_equal(cm.run(a, za), ((a.astype(np.int64) - 117) @ b.astype(np.int64)).astype(np.int32))

@@ -194,3 +194,26 @@ def test_a_value_sized_per_call_is_let_go_after_its_last_use():
     # held as each step ends: its input, its output and d0 (read by the
     # last step): 3, not the 6 intermediates of the run
     assert live[:2] == [1, 2] and max(live) == 3, live
+
+
+def test_a_whole_tensor_reduction_into_a_scalar_over_run_time_sizes():
+    """min / max of a '?' tensor into a scalar (DynamicQuantizeLinear's
+    range): the kernel's result is static, its loops are not, so it takes
+    the sizes per call like a kernel with a '?' result; its scalar is
+    intermediate storage of static size."""
+    text = """relay.func @main(%x: tensor<1x?x8xf32>) -> (tensor<f32>, tensor<1x?x8xf32>) {
+  %0 = min(%x) : tensor<f32>
+  %1 = constant dense<0.0> : tensor<f32>
+  %2 = minimum(%0, %1) : tensor<f32>
+  %3 = max(%x) : tensor<f32>
+  %4 = subtract(%3, %2) : tensor<f32>
+  %5 = divide(%x, %4) : tensor<1x?x8xf32>
+  return %2, %5
+}"""
+    cm = build(text, progress=False, fallback=False)
+    for n in (1, 5, 37):
+        x = np.random.default_rng(n).standard_normal((1, n, 8)).astype(np.float32) + 0.5
+        low, scaled = cm.run(x)
+        want = min(float(x.min()), 0.0)
+        np.testing.assert_allclose(low, want, rtol=1e-6)
+        np.testing.assert_allclose(scaled, x / (x.max() - want), rtol=1e-5)

@@ -319,6 +319,8 @@ _RULES = {
     "sum": _reduce, "mean": _reduce, "max": _reduce, "min": _reduce, "prod": _reduce,
     "variance": _reduce, "std": _reduce, "argmax": _reduce, "argmin": _reduce,
     "all": _reduce, "any": _reduce,
+    # the data's sizes (scales and zero points are scalars or per-axis vectors)
+    "qnn.quantize": _first, "qnn.dequantize": _first, "qnn.requantize": _first, "qnn.dense": _matmul,
 }
 
 

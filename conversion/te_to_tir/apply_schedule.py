@@ -175,7 +175,9 @@ def apply_to_func(func):
         if st.attach == "root":
             c = st.compute
             out = c.results[0] in sched.outputs
-            if c.operands and not out:
+            # (a reduction over '?' extents into a static result, a whole
+            # tensor's min, has static storage: only its loops are dynamic)
+            if c.operands and not out and not c.tensor_type.is_static:
                 raise c.error("a stage of dynamic shape must be an output of the function or inlined "
                               "(intermediate buffers are static)")
             if any(v.defining_op() is not None and (v.defining_op().parent is not func.body

@@ -161,11 +161,12 @@ def _multiplier(cx, a_s, b_s, y_s=None):
 
 
 def _integer_matmul(cx, a, b, a_zp, b_zp, a_s, b_s):
-    """(a - a_zp) @ (b - b_zp) in int32 with qnn.dense (2-d by 2-d) or
+    """(a - a_zp) @ (b - b_zp) in int32 with qnn.dense (any rows of a by a
+    2-d b: a transformer's activations by its weight, '?' rows included) or
     qnn.batch_matmul (batches broadcast, flattened to one)."""
     ra, rb = cx.rank(a), cx.rank(b)
     azp, bzp = _zero_point(cx, a_zp), _zero_point(cx, b_zp)
-    if ra == 2 and rb == 2:
+    if ra >= 2 and rb == 2:
         return cx.op("qnn.dense", a, cx.op("transpose", b, axes=(1, 0)), azp, bzp, _scale(cx, a_s),
                      _scale(cx, b_s), units=cx.shape(b)[1], out_dtype="int32")
     if ra < 2 or rb < 2:
