@@ -5,6 +5,7 @@
                                   [--decode 16] [--prompt 32] [--threads 2] [--repeat 8]
                                   [--seed-matmul 4] [--disable-pass fuse-attention]
                                   [--mixed-precision bfloat16] [--quantize-weights int8]
+                                  [--quantize-dynamic]
 
 The model is tvmd/testing/gpt_decoder.py's (the decoder of
 examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
@@ -30,7 +31,9 @@ float32, and the logits' largest difference and argmax agreement are
 printed per prefill length.  With --quantize-weights int8, tvmd's constant
 weights are int8 with a float32 scale per output column (build's
 quantize_weights, --quantize-weights: weight-only, the sums float32);
-the same differences are printed.
+the same differences are printed.  With --quantize-dynamic, the model is
+quantized by onnxruntime's quantize_dynamic (DynamicQuantizeLinear +
+MatMulInteger, int8 weights) and both engines run that model.
 
 Numbers only: this never passes or fails.  Run it on a quiet machine.
 """
@@ -71,6 +74,8 @@ def main(argv=None):
                          "(onnxruntime stays float32; the logits' difference is printed)")
     ap.add_argument("--quantize-weights", choices=["int8"],
                     help="build tvmd's model with weight-only int8 (onnxruntime stays float32)")
+    ap.add_argument("--quantize-dynamic", action="store_true",
+                    help="both engines run the model as onnxruntime's quantize_dynamic leaves it")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import tvmd.frontend.onnx_backend as backend
@@ -81,9 +86,14 @@ def main(argv=None):
     print(f"GPT-style decoder, hidden {a.hidden}, {a.heads} heads, vocab {a.vocab}; {a.threads} thread(s)"
           + (f"; tvmd's products in {a.mixed_precision} (onnxruntime float32)" if a.mixed_precision else "")
           + ("; tvmd's weights int8 (onnxruntime float32)" if a.quantize_weights else ""))
-    lowp = a.mixed_precision or (a.quantize_weights and f"{a.quantize_weights}-weight")
+    if a.quantize_dynamic:
+        print("both engines run the model quantized by onnxruntime's quantize_dynamic (MatMulInteger)")
+    lowp = a.mixed_precision or (a.quantize_weights and f"{a.quantize_weights}-weight") or \
+        (a.quantize_dynamic and "dynamic-int8")
     for layers in [int(x) for x in a.layers.split(",")]:
         model = decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
+        if a.quantize_dynamic:
+            model = quantized_dynamic(model)
         t0 = time.perf_counter()
         options = {"disabled_passes": a.disable_pass} if a.disable_pass else {}
         if a.mixed_precision:
@@ -157,6 +167,19 @@ def seed_matmul(backend, q, threads, repeat):
     print(f"  {cells}")
     print(f"  tvmd/ort {np.median(times[0]) / np.median(times[1]):.2f}, "
           f"tvmd/numpy {np.median(times[0]) / np.median(times[2]):.2f}\n")
+
+
+def quantized_dynamic(model):
+    """`model` as onnxruntime's quantize_dynamic leaves it (int8 weights)."""
+    import logging
+    import tempfile
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    logging.getLogger().setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory() as d:
+        onnx.save(model, os.path.join(d, "f.onnx"))
+        quantize_dynamic(os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx"), weight_type=QuantType.QInt8)
+        return onnx.load(os.path.join(d, "q.onnx"))
 
 
 def decode_times(run, cache, steps, prompt=32):
