@@ -134,7 +134,20 @@ def fallback(task_name, args, target, why=None):
     return TemplateConfig(ConfigSpace(None, []), is_fallback=True)
 
 
-class ApplyHistoryBest:
+class _DispatchContext:
+    """A ``with`` block inside which template calls ask this context's
+    config(task_name, args, target) for their config."""
+
+    def __enter__(self):
+        _stack("contexts").append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack("contexts").remove(self)
+        return False
+
+
+class ApplyHistoryBest(_DispatchContext):
     """``with autotvm.apply_history_best(log):`` template calls inside take
     the best config of `records` (a log path, a list of paths, or records)."""
 
@@ -154,13 +167,6 @@ class ApplyHistoryBest:
         self._history = {}    # canonical target -> HistoryBest
         self._tasks = {}      # (task name, args, target) -> PythonTask
 
-    def __enter__(self):
-        _stack("contexts").append(self)
-        return self
-
-    def __exit__(self, *exc):
-        _stack("contexts").remove(self)
-        return False
 
     def config(self, task_name, args, target):
         """(the best config for the call, None) or (None, why there is none)."""
@@ -190,7 +196,7 @@ class ApplyHistoryBest:
         return self.config(name, tuple(args), str(target) if target is not None else "llvm")[0]
 
 
-class ApplyConfig:
+class ApplyConfig(_DispatchContext):
     """``with autotvm.task.ApplyConfig(task.config_space.get(i)):`` template
     calls inside take that one config (classic AutoTVM's way to build a
     chosen config by hand).  A template whose space the config does not
@@ -199,13 +205,6 @@ class ApplyConfig:
     def __init__(self, config):
         self.entity = config
 
-    def __enter__(self):
-        _stack("contexts").append(self)
-        return self
-
-    def __exit__(self, *exc):
-        _stack("contexts").remove(self)
-        return False
 
     def config(self, task_name, args, target):
         from .config import TemplateConfig

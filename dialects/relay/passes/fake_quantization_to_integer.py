@@ -56,18 +56,22 @@ class FakeQuantizationToInteger(GraphFunctionPass):
     NAME = "fake-quantization-to-integer"
 
     def run_on(self, func, ctx):
-        ctx.stat(self, "products-on-integers", self._block(func.regions[0].blocks[0]))
+        ctx.stat(self, "products-on-integers", rewrite_ops(func.regions[0].blocks[0], _rewrite))
 
-    def _block(self, block):
-        n, dead = 0, []
-        for op in list(block.ops):
-            for r in op.regions:
-                for b in r.blocks:
-                    n += self._block(b)
-            if _rewrite(op, block, dead):
-                n += 1
-        erase_if_dead(dead)
-        return n
+
+def rewrite_ops(block, rewrite):
+    """Apply ``rewrite(op, block, dead)`` to every op of `block` and of the
+    blocks nested in it; the ops it leaves in `dead` are erased when no
+    longer used.  Returns how many it rewrote."""
+    n, dead = 0, []
+    for op in list(block.ops):
+        for r in op.regions:
+            for b in r.blocks:
+                n += rewrite_ops(b, rewrite)
+        if rewrite(op, block, dead):
+            n += 1
+    erase_if_dead(dead)
+    return n
 
 
 def _dequantized(v):

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import GraphFunctionPass, defining_constant, erase_if_dead
-from .fake_quantization_to_integer import MAX_TERMS, integer_product
+from . import GraphFunctionPass, defining_constant
+from .fake_quantization_to_integer import MAX_TERMS, integer_product, rewrite_ops
 
 
 @dataclass
@@ -42,18 +42,7 @@ class QnnLegalize(GraphFunctionPass):
     NAME = "qnn-legalize"
 
     def run_on(self, func, ctx):
-        ctx.stat(self, "products-legalized", self._block(func.regions[0].blocks[0]))
-
-    def _block(self, block):
-        n, dead = 0, []
-        for op in list(block.ops):
-            for r in op.regions:
-                for b in r.blocks:
-                    n += self._block(b)
-            if _rewrite(op, block, dead):
-                n += 1
-        erase_if_dead(dead)
-        return n
+        ctx.stat(self, "products-legalized", rewrite_ops(func.regions[0].blocks[0], _rewrite))
 
 
 def _rewrite(op, block, dead):
