@@ -30,9 +30,10 @@ compare the search alone on every task.
 Two more sources of noise are taken out of --replay.  A table measures
 each config once, so its best can be one lucky timing (a figure above
 the machine's limit, once): the table's CONFIRM fastest configs are
-measured CONFIRM_TIMES more, the median of the new timings orders them,
-scaled to the table's level (the machine's speed drifts between the
-two), so the target is a speed the best config gives again.  And random
+measured CONFIRM_TIMES more, and the median of the new timings, scaled
+to the table's level (the machine's speed drifts between the two),
+replaces a first timing that was faster, so the target is a speed the
+best config gives again (a confirmation never makes a config faster).  And random
 search's trials to the target are not sampled but computed exactly from
 the table (with N configs, m of them at the target, the first hit of a
 random order is at trial t with the hypergeometric probability; the
@@ -147,11 +148,16 @@ def confirm(task, table):
     # came or went): the new timings order the top configs among
     # themselves, and are scaled back to the table's level (the median of
     # the top's first timings), so they stay comparable with the rest.
+    # A confirmation only ever demotes: a config timed in a quiet moment of
+    # a loaded confirmation was scaled up to above the machine's limit
+    # (634 GFLOP/s against 231 once, the scale being about 3), so a
+    # config's confirmed cost is the slower of its table cost and its
+    # scaled median.
     med = {i: statistics.median(t[1:]) if len(t) > 1 else t[0] for i, t in timings.items()}
     scale = statistics.median(t[0] for t in timings.values()) / statistics.median(med.values())
     out = []
     for i in top:
-        table[i] = dataclasses.replace(table[i], costs=[med[i] * scale])
+        table[i] = dataclasses.replace(table[i], costs=[max(timings[i][0], med[i] * scale)])
         out.append(table[i])
     return out
 
