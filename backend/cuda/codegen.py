@@ -509,6 +509,8 @@ class KernelCodegen:
         t = r.type
         ct = self.ctype(op, t.element_type)
         name = self.fresh(r.name, "buf")
+        if not t.is_static:
+            raise op.error(f"a CUDA kernel allocates static buffers only, got {t}")
         n = t.num_elements()
         align = "__align__(16) " if r in self.vector_bufs else ""
         if t.scope == "shared":

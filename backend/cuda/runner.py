@@ -114,6 +114,8 @@ def host_plan(func_op):
     for op in func_op.body.ops:
         if isinstance(op, AllocOp):
             t = op.results[0].type
+            if not t.is_static:
+                raise op.error(f"the CUDA host allocates static buffers only, got {t}")
             slots[op.results[0]] = len(slots)
             steps.append(("alloc", slots[op.results[0]], tuple(t.shape), T.to_numpy_dtype(t.element_type).name))
         elif isinstance(op, LaunchOp):

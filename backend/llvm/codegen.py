@@ -596,18 +596,26 @@ class FuncCodegen:
 
     def op_tir_alloc(self, op):
         t = op.results[0].type
-        n = t.num_elements()
-        size = n * elem_size(t.element_type)
         et = mem_type(t.element_type)
-        if size <= ALLOCA_LIMIT:
-            p = alloca(ir.IRBuilder(self.entry), ir.ArrayType(et, n), align=BUFFER_ALIGN)
+        dims = [d if isinstance(d, int) else self.v(d) for d in op.dims()]
+        if t.is_static and t.num_elements() * elem_size(t.element_type) <= ALLOCA_LIMIT:
+            p = alloca(ir.IRBuilder(self.entry), ir.ArrayType(et, t.num_elements()), align=BUFFER_ALIGN)
         else:
+            # the heap: too large for the stack, or a size known only here
+            # aligned_alloc wants a multiple of the alignment
+            if t.is_static:
+                size = t.num_elements() * elem_size(t.element_type)
+                rounded = c64((size + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN)
+            else:
+                size = c64(elem_size(t.element_type))
+                for d in dims:
+                    size = self.b.mul(size, c64(d) if isinstance(d, int) else d)
+                rounded = self.b.and_(self.b.add(size, c64(BUFFER_ALIGN - 1)), c64(-BUFFER_ALIGN))
             aligned_alloc = declare(self.m, "aligned_alloc", PTR, [I64, I64])
-            rounded = (size + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
-            p = self.b.call(aligned_alloc, [c64(BUFFER_ALIGN), c64(rounded)])
+            p = self.b.call(aligned_alloc, [c64(BUFFER_ALIGN), rounded])
             self.heap[-1].append(p)
         self.values[op.results[0]] = p
-        self.dims[op.results[0]] = list(t.shape)
+        self.dims[op.results[0]] = dims
 
     # control flow -----------------------------------------------------------
 

@@ -95,6 +95,7 @@ def lower_function(module, rf, schedule=True, target="llvm"):
     params = rf.body.args
     body = Block([a.type for a in params], [a.name for a in params])
     e = Emitter(body, rf.loc)
+    e.target = str(target).split()[0] if str(target).strip() else "llvm"   # a compute may differ per target
     env = dict(zip(params, body.args))
     # the size parameter of each '?' of a parameter: (tensor position, axis) -> index arg
     sizes = {}

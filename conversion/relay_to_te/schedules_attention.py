@@ -1,41 +1,39 @@
 """The llvm schedule of nn.attention's compute (topi_attention.py), for
-static and '?' sizes alike: per block of ROWS queries, the keys in tiles
-of T (a whole number of vectors), each stage one tile at a time.
+static and '?' sizes alike: per block of R queries (rows()), the block's
+rows of scores held, the keys in tiles of T (a whole number of vectors).
 
     out:         its axes (named b, h, i, c by the compute, in the layout's
-                 order) ordered b, h, i, c; the queries i in blocks of ROWS;
+                 order) ordered b, h, i, c; the queries i in blocks of R;
                  b, h and the block fused into one parallel loop (with a '?'
                  query axis: b, h fused and parallel, the blocks a loop
                  inside, whose iteration then reads a static region; the
                  last block's guards split off by tir-loop-partition);
                  head_dim c split by the vector width
-    T_attn_max:  computed at the block: ROWS maxima over the key tiles
-    T_attn_score: computed at the key tile: scale and bias on a ROWS x T
-                 tile of T_attn_qk, vectorized (read by the max as scalars,
-                 so the sums stay whole vectors in registers)
-    T_attn_qk:   computed there too: a ROWS x T register tile of sums
-                 over head_dim, d outermost: per d, a row of Kᵀ's tile
+    T_attn_score: computed at the block: R rows of scores as long as the
+                 keys (a local buffer of R x N, sized at run time for '?'
+                 keys: O(seq) per thread, never M x N); per key tile, scale
+                 and bias on an R x T tile of T_attn_qk, vectorized
+    T_attn_qk:   computed at the score's key tile: an R x T register tile of
+                 sums over head_dim, d outermost: per d, a row of Kᵀ's tile
                  (contiguous when the key is in "BNHS", which fuse-attention
                  gives) loaded as T / W vectors, each query's q[i, d]
-                 broadcast, ROWS x T / W multiply-adds
-    T_attn_acc:  computed at the block: ROWS x (Dv + pad) sums; per key
+                 broadcast, R x T / W multiply-adds
+    T_attn_max:  computed at the block: R maxima over the held scores
+    T_attn_acc:  computed at the block: R x (Dv + pad) sums; per key
                  tile, the columns in groups of two vectors, and per group
                  the tile's keys innermost but for the rows and the group's
-                 two vectors: ROWS x 2 sums stay in registers across the
+                 two vectors: R x 2 sums stay in registers across the
                  tile, each p[i, j] broadcast against v's row j
-    T_attn_p:    computed at the accumulator's key tile: ROWS x T weights
-                 exp(score - max), vectorized along the keys (exp is an
-                 inline polynomial), so exp runs once per score
-    T_attn_qk2:  computed there too, the register tile of the first pass
+    T_attn_p:    computed at the accumulator's key tile: R x T weights
+                 exp(score - max) from the held scores, vectorized along
+                 the keys (exp is an inline polynomial), once per score
 
-T = W x min(accumulators // ROWS, MAX_TILE_KEYS / W) keys: on AVX2 (W = 8,
-12 accumulators) 4 queries x 24 keys of scores in 12 registers; on AVX-512
-(W = 16) 4 x 32 in 8.  Every buffer is static
-(a block's tile of scores and weights, its maxima and rows of
-accumulators), so the '?' rules of the dynamic schedule hold and the
-workspace does not grow with the sequence; tir-loop-partition splits the
-last key tile and the last block of queries off, so the others run with
-no guard.
+So Q·Kᵀ is computed once.  T = W x min(accumulators // R, MAX_TILE_KEYS /
+W) keys: on AVX2 (W = 8, 12 accumulators, R = 4) 4 queries x 24 keys of
+scores in 12 registers; on AVX-512 (W = 16, R = 8) 8 x 32 in 16.  Every
+other buffer is static (a tile of weights, the maxima, the rows of
+accumulators); tir-loop-partition splits the last key tile and the last
+block of queries off, so the others run with no guard.
 """
 
 from __future__ import annotations
@@ -43,7 +41,16 @@ from __future__ import annotations
 from ...dialects.te.ops import ComputeOp
 from .topi_attention import STAGES
 
-ROWS = 4   # queries per block: the rows of the score tile's registers
+
+
+def rows(accumulators):
+    """Queries per block, the rows of the score tile's registers: 8 where
+    16 accumulators hold 8 rows of two vectors (AVX-512: each key tile is
+    read once for 8 queries; 1.34 -> 0.99 of onnxruntime's time at 1024
+    tokens, 1.42 -> 1.14 at 2048), else 4 (AVX2's 12)."""
+    return 8 if accumulators >= 16 else 4
+
+
 # keys per tile at most: on AVX-512, 64 (4 vectors, 16 registers of scores)
 # ran 4-25% faster than 32 at 512-1024 tokens, but LLVM's SLP vectorizer
 # spent 28 s on its unrolled code (32: 7 s of LLVM for the kernel, still a
@@ -72,14 +79,15 @@ def attention_schedule(e, outputs, width=16, accumulators=16):
     if out.type.shape[-1] % width == 0:
         _, vec = s.split(c, factor=width)
         s.vectorize(vec)
+    block = rows(accumulators)
     if any(d is None for d in out.type.shape):
-        row, _ = s.split(i, factor=ROWS)
+        row, _ = s.split(i, factor=block)
         s.parallel(s.fuse(b, h))
     else:
-        io, _ = s.split(i, factor=ROWS)
+        io, _ = s.split(i, factor=block)
         row = s.fuse(b, h, io)
         s.parallel(row)
-    tile = width * max(1, min(accumulators // ROWS, MAX_TILE_KEYS // width))
+    tile = width * max(1, min(accumulators // block, MAX_TILE_KEYS // width))
     mx, acc, p = stage["T_attn_max"], stage["T_attn_acc"], stage["T_attn_p"]
     # pass 2's loops first: the maxima are computed at them (their reader,
     # the weights, sits at the accumulator's key tile)
@@ -93,25 +101,25 @@ def attention_schedule(e, outputs, width=16, accumulators=16):
     s.unroll(i)
     s.unroll(cu)
     s.vectorize(cv)
-    _tile_stages(s, p, stage["T_attn_qk2"], jo, width)
-    # pass 1, before them: per key tile, its scores in registers, then their maxima
+    s.compute_at(p, jo)   # a tile of weights, from the block's scores
+    _, _, _, j = s.axes(p)
+    _, vec = s.split(j, factor=width)
+    s.vectorize(vec)
+    # pass 1, before them: the block's rows of scores, a key tile at a time
+    # from a register tile of Q·Kᵀ, then their maxima
     s.compute_at(mx, ab)
     b, h, i, j = s.axes(mx)
     jo, ji = s.split(j, factor=tile)
     s.reorder(b, h, jo, i, ji)
-    _tile_stages(s, stage["T_attn_score"], stage["T_attn_qk"], jo, width)
-
-
-def _tile_stages(s, elementwise, qk, at, width):
-    """An elementwise stage over a tile of scores, computed at the key
-    tile `at` and vectorized along the keys, with its tile of Q·Kᵀ sums
-    computed at its first axis as a register tile."""
-    s.compute_at(elementwise, at)
-    first, _, _, j = s.axes(elementwise)
-    _, vec = s.split(j, factor=width)
+    sc = stage["T_attn_score"]
+    s.compute_at(sc, ab)
+    b, h, i, j = s.axes(sc)
+    jo, ji = s.split(j, factor=tile)
+    s.reorder(b, h, jo, i, ji)
+    _, vec = s.split(ji, factor=width)
     s.vectorize(vec)
-    s.compute_at(qk, first)
-    _score_tile(s, qk, width)
+    s.compute_at(stage["T_attn_qk"], jo)
+    _score_tile(s, stage["T_attn_qk"], width)
 
 
 def _score_tile(s, qk, width):

@@ -5,11 +5,11 @@ output are read and written through the op's layouts (the key's may be
 its own: "BNHS", Kᵀ per head, is what the llvm schedule wants).  Per
 row (b, h, i):
 
-    T_attn_qk[b,h,i,j]   = sum_d q[b,h,i,d] * k[b,h,j,d]             (twice: a stage per pass)
-    T_attn_qk2[b,h,i,j]    the same, for the second pass
-    s(i, j)              = T_attn_qk * scale + bias[b,h,i,j], or -inf where the causal mask hides j
-    T_attn_max[b,h,i]    = max_j s(i, j)
-    T_attn_p[b,h,i,j]    = exp(s(i, j) - T_attn_max[b,h,i])          (from T_attn_qk2)
+    T_attn_qk[b,h,i,j]   = sum_d q[b,h,i,d] * k[b,h,j,d]
+    T_attn_score[b,h,i,j]= T_attn_qk * scale + bias[b,h,i,j], or -inf where the causal mask hides j
+    T_attn_max[b,h,i]    = max_j T_attn_score[b,h,i,j]
+    T_attn_p[b,h,i,j]    = exp(T_attn_score[b,h,i,j] - T_attn_max[b,h,i])
+                           (cuda: the score again, from T_attn_qk2, a second Q·Kᵀ)
     T_attn_acc[b,h,i,c]  = sum_j T_attn_p[b,h,i,j] * (v[b,h,j,c] if c < Dv else 1)
                                                                       (c < Dv + pad)
     out[b,h,i,c]         = T_attn_acc[b,h,i,c] * (1 / T_attn_acc[b,h,i,Dv])
@@ -17,13 +17,15 @@ row (b, h, i):
 The accumulator's extra columns hold the softmax's denominator (the
 products with a column of ones), so one pass over the keys gives both the
 weighted sum of v and the sum of the weights; the pad rounds Dv + 1 up to
-a multiple of 8 columns (accumulator_columns), whole AVX2 vectors.  The schedule
-(schedules_attention.py) takes the keys in tiles and computes each stage
-one tile of scores at a time, so no M x N buffer exists.  That is a
-two-pass softmax rather than FlashAttention's online one (a running
-maximum that rescales the accumulator), which a TE reduction cannot carry:
-its state would be the maximum, the sum and a Dv-vector, updated together.
-The price is Q·Kᵀ computed twice.
+a multiple of 8 columns (accumulator_columns), whole AVX2 vectors.  The llvm
+schedule (schedules_attention.py) holds a block's rows of scores (a few
+queries by the keys: O(seq) per thread, never M x N), takes the keys in
+tiles and computes Q·Kᵀ once.  That is a two-pass softmax rather than
+FlashAttention's online one (a running maximum that rescales the
+accumulator), which a TE reduction cannot carry: its state would be the
+maximum, the sum and a Dv-vector, updated together.  The CUDA schedule
+holds no rows of scores (they would not fit a block's shared memory for
+long sequences) and computes Q·Kᵀ twice, a stage per pass.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ...dialects.te.builder import compute
 from ...ir import types as T
 from .registry import as_tensor, operand_dims, out_type, stage_name, static_first, strategy
 
-STAGES = ("T_attn_qk", "T_attn_qk2", "T_attn_score", "T_attn_max", "T_attn_p", "T_attn_acc")
+STAGES = ("T_attn_qk", "T_attn_score", "T_attn_max", "T_attn_p", "T_attn_acc")   # cuda: and T_attn_qk2
 
 
 def _type(dims, et):
@@ -71,7 +73,7 @@ def attention(e, op, args):
                                                            at(k, klayout, bi, hi, j, r)),
                        reduce=[("d", d)], reducer="sum", names=["b", "h", "i", "j"], name=name,
                        sizes=_sizes((b, h, m, n)))
-    s1, s2 = qk("T_attn_qk"), qk("T_attn_qk2")
+    s1 = qk("T_attn_qk")
 
     def score(e, s, bi, hi, i, j):
         x = e.binary("mul", e.read(s, [bi, hi, i, j]), e.const(scale, et))
@@ -86,8 +88,16 @@ def attention(e, op, args):
     mx = compute(e, _type((b, h, m), et), lambda e, bi, hi, i, j: e.read(sc, [bi, hi, i, j]),
                  reduce=[("j", n)], reducer="max", names=["b", "h", "i"], name="T_attn_max",
                  sizes=_sizes((b, h, m)))
+    if getattr(e, "target", "llvm") == "cuda":   # scores again: a block's rows of them would not fit
+        s2 = qk("T_attn_qk2")
+
+        def again(e, bi, hi, i, j):
+            return score(e, s2, bi, hi, i, j)
+    else:   # the scores the maxima read, held per block of queries
+        def again(e, bi, hi, i, j):
+            return e.read(sc, [bi, hi, i, j])
     p = compute(e, _type((b, h, m, n), et),
-                lambda e, bi, hi, i, j: e.intrin("exp", e.binary("sub", score(e, s2, bi, hi, i, j),
+                lambda e, bi, hi, i, j: e.intrin("exp", e.binary("sub", again(e, bi, hi, i, j),
                                                                  e.read(mx, [bi, hi, i]))),
                 names=["b", "h", "i", "j"], name="T_attn_p", sizes=_sizes((b, h, m, n)))
 

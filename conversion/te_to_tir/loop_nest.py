@@ -329,12 +329,24 @@ class NestBuilder:
             raise prod.attach_op.error(f"cannot bound the region of '{prod.name}' read by '{cons.name}': {ex}")
         except TypeError:   # an extent inside the attach loop is a run-time size
             region = None
-        if region is None or not all(isinstance(it.span, int) and it.span < RUNTIME_EXTENT_MAX for it in region):
-            raise prod.attach_op.error(f"cannot compute '{prod.name}' at a loop of '{cons.name}': the region "
-                                       "one iteration reads has a run-time size (local buffers are static)")
         dims = prod.compute.tensor_type.shape
-        affs, exts, need_lo, need_hi = [], [], [], []
+
+        def whole(d, it):   # a '?' dimension read over a run-time range: held whole
+            return dims[d] is None and not (isinstance(it.span, int) and it.span < RUNTIME_EXTENT_MAX)
+        if region is None or not all(whole(d, it) or (isinstance(it.span, int) and it.span < RUNTIME_EXTENT_MAX)
+                                     for d, it in enumerate(region)):
+            raise prod.attach_op.error(f"cannot compute '{prod.name}' at a loop of '{cons.name}': the region "
+                                       "one iteration reads has a run-time size along a static dimension")
+        affs, exts, need_lo, need_hi, sizes = [], [], [], [], []
         for d, it in enumerate(region):
+            if whole(d, it):
+                # the dimension's run-time size (te.realize's operand, tir.alloc's)
+                affs.append(Aff(0))
+                exts.append(prod.compute.shape[d])
+                sizes.append(exts[-1])
+                need_lo.append(False)
+                need_hi.append(False)
+                continue
             if dims[d] is not None and it.span + 1 >= dims[d]:
                 it = Interval(Aff(0), dims[d] - 1)
             lo, hi = it.base.static_range(self.ranges)
@@ -344,16 +356,16 @@ class NestBuilder:
             # a '?' dimension: a guard against its run-time size
             need_hi.append(dims[d] is None or hi + it.span > dims[d] - 1)
         bases = [a.emit(e) for a in affs]
-        t = T.TensorType(exts, prod.compute.tensor_type.element_type)
+        t = T.TensorType([x if isinstance(x, int) else None for x in exts], prod.compute.tensor_type.element_type)
         from .storage import realize_for
-        r = realize_for(prod, t, e.loc)
+        r = realize_for(prod, t, e.loc, sizes=sizes)
         e.block.append(r)
         local = r.results[0]
         local.name = prod.name
         self.buffers[prod] = local
         if prod.compute.reducer in ARG_REDUCERS:
-            vt = T.TensorType(exts, prod.compute.yielded.type)
-            self.vals[prod] = e.op("te.realize", [], [vt], name=prod.name + "_val")
+            vt = T.TensorType(t.shape, prod.compute.yielded.type)
+            self.vals[prod] = e.op("te.realize", sizes, [vt], name=prod.name + "_val")
         self.remap[prod.compute.results[0]] = (local, bases)
         self.emit_stage(prod, AttachCtx(bases, affs, exts, need_lo, need_hi))
 

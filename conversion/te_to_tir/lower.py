@@ -135,12 +135,10 @@ class _Converter:
             r = op.results[0]
             out = self.outputs.get(r)
             if out is None:
-                if not r.type.is_static:   # tir.alloc sizes are static
-                    raise op.error(f"a buffer that is not an output needs a static shape, got {r.type}")
                 scope = op.attributes.get("scope") or "global"
                 db = {"double_buffer": op.attributes["double_buffer"]} if op.attributes.get("double_buffer") else {}
-                out = e.op("tir.alloc", [], [T.MemRefType(r.type.shape, r.type.element_type, scope)], db,
-                           name=r.name)
+                out = e.op("tir.alloc", [m.get(x, x) for x in op.operands],
+                           [T.MemRefType(r.type.shape, r.type.element_type, scope)], db, name=r.name)
             m[r] = out
         elif isinstance(op, ConstantOp):   # one of each, at the entry
             r = op.results[0]

@@ -293,11 +293,11 @@ class _Compiler:
         r = self.slot(op.results[0])
         t = op.results[0].type
         dt = T.to_numpy_dtype(t.element_type)
-        shape = t.shape
         fill = np.nan if dt.kind == "f" else 0
+        dims = [(d, None) if type(d) is int else (0, self.slot(d)) for d in op.dims()]   # (size, or its slot)
 
         def alloc(env):
-            env[r] = np.full(shape, fill, dt)
+            env[r] = np.full([n if k is None else int(env[k]) for n, k in dims], fill, dt)
         return alloc
 
     def _oob(self, op, arr, idx, lanes=1):

@@ -283,20 +283,38 @@ class PrefetchOp(Operation):
 
 class AllocOp(Operation):
     """``%B = tir.alloc {double_buffer} : memref<...>``; the optional unit
-    attribute asks tir-inject-double-buffer to double it."""
+    attribute asks tir-inject-double-buffer to double it.  A '?' dimension
+    takes its size from an index operand, one per '?' in order (MLIR's
+    memref.alloc): ``%B = tir.alloc(%n) : memref<4x?xf32>``, local storage
+    whose size is known only at run time (a row of scores as long as the
+    sequence)."""
 
     __slots__ = ()
     name = "tir.alloc"
-    OPERANDS = ()
+    OPERANDS = ("*sizes",)
     RESULTS = ("result",)
     ATTRS = {"double_buffer": Attr(optional(FLAG), None)}
 
     def verify_(self):
         t = self.results[0].type
-        if not isinstance(t, T.MemRefType) or not t.is_static:
-            raise self.error(f"allocates a static memref, got {t}")
+        if not isinstance(t, T.MemRefType):
+            raise self.error(f"allocates a memref, got {t}")
+        n = sum(1 for d in t.shape if d is None)
+        if len(self.operands) != n:
+            raise self.error(f"{t} has {n} dynamic dimension(s) but {len(self.operands)} size(s) were given")
+        if any(v.type is not T.index for v in self.operands):
+            raise self.error("sizes must be index values")
+        if n and t.scope not in (None, "global"):
+            raise self.error(f"a '{t.scope}' buffer needs a static shape, got {t}")
+        if n and self.attributes.get("double_buffer"):
+            raise self.error(f"a double-buffered allocation needs a static shape, got {t}")
 
-    ASSEMBLY_FORMAT = "attr-dict `:` type($result)"
+    def dims(self):
+        """Each dimension: its static size, or its size operand."""
+        sizes = iter(self.operands)
+        return [d if d is not None else next(sizes) for d in self.results[0].type.shape]
+
+    ASSEMBLY_FORMAT = "(`(` $sizes^ `)`)? attr-dict `:` type($result)"
 
 
 class IfOp(Operation):

@@ -44,7 +44,7 @@ from ..ops import AllocOp, LoadOp
 
 
 def _movable(op) -> bool:
-    if op.attributes.get("double_buffer") is not None:
+    if op.attributes.get("double_buffer") is not None or op.operands:   # a run-time size: its own
         return False
     buf = op.results[0]
     return bool(buf.uses) and only_loaded_and_stored(buf)
