@@ -199,8 +199,14 @@ def test_never_proposes_loaded_configs(syn):
 
 # ---- search quality on the synthetic space ------------------------------------
 
-def test_xgb_beats_random(syn, random_mean):
+@pytest.mark.parametrize("score_all", [0, 4096], ids=["annealed", "ranked-whole"])
+def test_xgb_beats_random(syn, random_mean, score_all, monkeypatch):
+    """Both ways of planning: simulated annealing over the space, and (a
+    space of at most SCORE_ALL configs left) the model ranking them all."""
+    from tvmd.autotvm.tuner import xgb as X
+    monkeypatch.setattr(X, "SCORE_ALL", score_all)
     t, optimum = syn
+    assert len(t.config_space) <= 4096
     xgb = [trials_to_optimum(XGBTuner(t, feature_type="knob", seed=s), optimum) for s in range(4)]
     assert random_mean > 800   # sanity: random needs about half the space
     assert np.mean(xgb) < 0.6 * random_mean, (xgb, random_mean)

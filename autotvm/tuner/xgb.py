@@ -14,7 +14,9 @@ Algorithm::
               knob features (cheap, for the annealer's walk) and, with
               feature_type="itervar", one on loop features that re-ranks
               the annealer's candidates (features.py says why).
-        plan  SA (sa.py) keeps the top 4 x plan_size unvisited configs;
+        plan  SA (sa.py) keeps the top 4 x plan_size unvisited configs
+              (with SCORE_ALL unvisited configs or fewer, the knob model
+              ranks them all instead);
               re-rank them with the loop model; then pick plan_size of
               them greedily by score, penalising a candidate that
               differs in at most one knob from a config already picked
@@ -49,6 +51,7 @@ from .sa import anneal, sample_unvisited
 
 FIRST_FIT = 32     # random configs measured before the first model
 REFIT_EVERY = 8    # measured configs between refits (and re-plans)
+SCORE_ALL = 4096   # at most this many unvisited configs: the knob model ranks them all
 
 
 class _Booster:
@@ -150,8 +153,16 @@ class XGBTuner(Tuner):
 
     def _replan(self):
         k = self.plan_size * (4 if self.loop_model is not None else 2)
-        cands, self.sa_points = anneal(self._score_knob, self.lens, self.visited, k, self.nprng,
-                                       start=self.sa_points)
+        free = len(self.space) - len(self.visited)
+        if free <= SCORE_ALL:
+            # few configs left: rank them all rather than the annealer's walk
+            # (which, where most of the space is visited, rarely lands on one)
+            left = np.asarray([i for i in range(len(self.space)) if i not in self.visited], dtype=np.int64)
+            order = np.argsort(-np.asarray(self._score_knob(left)), kind="stable")
+            cands = left[order[:k]].tolist()
+        else:
+            cands, self.sa_points = anneal(self._score_knob, self.lens, self.visited, k, self.nprng,
+                                           start=self.sa_points)
         if not cands:
             self.plan, self.planned = [], True
             return
