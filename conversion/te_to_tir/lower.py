@@ -137,6 +137,9 @@ class _Converter:
             if out is None:
                 scope = op.attributes.get("scope") or "global"
                 db = {"double_buffer": op.attributes["double_buffer"]} if op.attributes.get("double_buffer") else {}
+                if not r.type.is_static and (scope != "global" or db):   # run-time sizes: global, single only
+                    what = f"a '{scope}' buffer" if scope != "global" else "a double-buffered one"
+                    raise op.error(f"{what} needs a static shape, got {r.type}")
                 out = e.op("tir.alloc", [m.get(x, x) for x in op.operands],
                            [T.MemRefType(r.type.shape, r.type.element_type, scope)], db, name=r.name)
             m[r] = out
