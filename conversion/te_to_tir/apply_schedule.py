@@ -185,7 +185,8 @@ def apply_to_func(func):
                    for v in c.operands):
                 raise c.error("the sizes of a dynamic stage must be parameters of the function "
                               "or index arithmetic on them at its top level")
-            r = realize_for(st, c.tensor_type, c.loc, output=out, sizes=c.operands)
+            # the result's '?' sizes (the operands go on with the '?' reduce extents)
+            r = realize_for(st, c.tensor_type, c.loc, output=out, sizes=[d for d in c.shape if not isinstance(d, int)])
             if anchor is None:
                 func.body.append(r)
             else:
