@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import Tuner
+from .sa import unvisited
 
 
 class RandomTuner(Tuner):
@@ -18,5 +19,4 @@ class RandomTuner(Tuner):
 
     def _any_unvisited(self) -> int:
         """When most of the space is visited, draw among what is left."""
-        left = [i for i in range(len(self.space)) if i not in self.visited]
-        return self.rng.choice(left)
+        return self.rng.choice(unvisited(len(self.space), self.visited))

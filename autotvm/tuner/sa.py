@@ -19,7 +19,7 @@ The walk may pass through visited configs (they are often next to good
 ones) but never returns them.
 
 Also here: :func:`sample_unvisited`, random configs without replacement,
-shared by the tuners that fall back to random.
+shared by the tuners that fall back to random, and :func:`unvisited`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+
+
+def unvisited(total: int, visited, exclude=()) -> list[int]:
+    """Every index in [0, total) outside `visited` and `exclude`, in order
+    (for a space that is mostly visited: walking it beats drawing)."""
+    return [i for i in range(total) if i not in visited and i not in exclude]
 
 
 def sample_unvisited(rng, total: int, visited, n: int, exclude=()) -> list[int]:
@@ -44,7 +50,7 @@ def sample_unvisited(rng, total: int, visited, n: int, exclude=()) -> list[int]:
                 taken.add(i)
                 out.append(i)
         return out
-    left = [i for i in range(total) if i not in visited and i not in taken]
+    left = unvisited(total, visited, taken)
     rng.shuffle(left)
     return left[:n]
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import features as F
 from .base import Tuner
-from .sa import anneal, sample_unvisited
+from .sa import anneal, sample_unvisited, unvisited
 
 FIRST_FIT = 32     # random configs measured before the first model
 REFIT_EVERY = 8    # measured configs between refits (and re-plans)
@@ -157,7 +157,7 @@ class XGBTuner(Tuner):
         if free <= SCORE_ALL:
             # few configs left: rank them all rather than the annealer's walk
             # (which, where most of the space is visited, rarely lands on one)
-            left = np.asarray([i for i in range(len(self.space)) if i not in self.visited], dtype=np.int64)
+            left = np.asarray(unvisited(len(self.space), self.visited), dtype=np.int64)
             order = np.argsort(-np.asarray(self._score_knob(left)), kind="stable")
             cands = left[order[:k]].tolist()
         else:

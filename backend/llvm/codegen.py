@@ -598,14 +598,14 @@ class FuncCodegen:
         t = op.results[0].type
         et = mem_type(t.element_type)
         dims = [d if isinstance(d, int) else self.v(d) for d in op.dims()]
-        if t.is_static and t.num_elements() * elem_size(t.element_type) <= ALLOCA_LIMIT:
+        nbytes = t.num_elements() * elem_size(t.element_type) if t.is_static else None
+        if nbytes is not None and nbytes <= ALLOCA_LIMIT:
             p = alloca(ir.IRBuilder(self.entry), ir.ArrayType(et, t.num_elements()), align=BUFFER_ALIGN)
         else:
-            # the heap: too large for the stack, or a size known only here
+            # the heap: too large for the stack, or a size known only here;
             # aligned_alloc wants a multiple of the alignment
-            if t.is_static:
-                size = t.num_elements() * elem_size(t.element_type)
-                rounded = c64((size + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN)
+            if nbytes is not None:
+                rounded = c64((nbytes + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN)
             else:
                 size = c64(elem_size(t.element_type))
                 for d in dims:

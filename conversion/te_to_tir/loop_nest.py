@@ -331,10 +331,12 @@ class NestBuilder:
             region = None
         dims = prod.compute.tensor_type.shape
 
+        def bounded(it):
+            return isinstance(it.span, int) and it.span < RUNTIME_EXTENT_MAX
+
         def whole(d, it):   # a '?' dimension read over a run-time range: held whole
-            return dims[d] is None and not (isinstance(it.span, int) and it.span < RUNTIME_EXTENT_MAX)
-        if region is None or not all(whole(d, it) or (isinstance(it.span, int) and it.span < RUNTIME_EXTENT_MAX)
-                                     for d, it in enumerate(region)):
+            return dims[d] is None and not bounded(it)
+        if region is None or not all(whole(d, it) or bounded(it) for d, it in enumerate(region)):
             raise prod.attach_op.error(f"cannot compute '{prod.name}' at a loop of '{cons.name}': the region "
                                        "one iteration reads has a run-time size along a static dimension")
         affs, exts, need_lo, need_hi, sizes = [], [], [], [], []
