@@ -15,17 +15,19 @@ on a quiet machine: the tuners' measurements are what is compared.
     python bench/tune_search.py            # 5 tasks, 200 trials, 2 seeds (~30 min)
     python bench/tune_search.py --quick    # 3 tasks, 64 trials, 2 seeds (~3 min)
     python bench/tune_search.py --replay --seeds 10 [--table-dir D] [--without-default]
-    python bench/tune_search.py --replay --seeds 10 --space-limit 1000 --tasks matmul_512_t \
-        dense_256x768_t batch_matmul_12x128_t matmul_1024x64_t matmul_384_order_t
+    python bench/tune_search.py --replay --seeds 10 --space-limit 1000 --large --without-default
 
 The five default templates are small (336-1344 configs) and, measured on
 a quiet machine, flat at the top (82-167 configs within 95% of the best in
 four of them): random search gets there in 9-15 trials and there is
 nothing to compare.  The *_t templates are AutoTVM's tutorial template
 (i and j each split in three, a local block over k split, an unroll
-choice; 18,000-134,000 configs) and one with a loop-order knob, at shapes
+choice; 18,000-134,000 configs) and two with a loop-order knob, at shapes
 beyond the caches: sampled (--space-limit), with fewer configs near the
-best (1-20 of 999).
+best (1-22 of 999); --large runs the seven.  The last two of them
+(matmul_256x1024_t, matmul_256x512_order_t) were added after XGBTuner's
+first_fit was chosen on the other ten, to check that choice on tables it
+was not picked on.
 
 --replay takes the noise out: each task's space is measured once, and
 both tuners then run over that table, seed after seed.  A space larger
@@ -73,6 +75,8 @@ import machine  # noqa: E402
 PEAK = machine.peak_gflops()
 CONFIRM, CONFIRM_TIMES = 32, 3
 TEMPLATES = ["matmul_256", "matmul_512x128", "batch_matmul_8x128", "matmul_split_384", "dense_128x512"]
+LARGE = ["matmul_512_t", "dense_256x768_t", "batch_matmul_12x128_t", "matmul_1024x64_t", "matmul_384_order_t",
+         "matmul_256x1024_t", "matmul_256x512_order_t"]
 
 
 def load_task(name):
@@ -295,7 +299,8 @@ def trials_to(seen, target):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 tasks, 64 trials, 2 seeds, plan size 16")
-    ap.add_argument("--tasks", nargs="*", help=f"templates to run (of {', '.join(TEMPLATES)})")
+    ap.add_argument("--tasks", nargs="*", help=f"templates to run (of {', '.join(TEMPLATES + LARGE)})")
+    ap.add_argument("--large", action="store_true", help="the seven *_t templates instead of the five small ones")
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--plan-size", type=int, default=64)
@@ -318,7 +323,7 @@ def main(argv=None):
                 break
             except ValueError:
                 continue
-    names = a.tasks or TEMPLATES
+    names = a.tasks or (LARGE if a.large else TEMPLATES)
     if a.quick:
         names = a.tasks or TEMPLATES[:3]
         a.trials, a.seeds, a.plan_size = 64, 2, 16

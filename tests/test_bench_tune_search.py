@@ -56,3 +56,31 @@ def test_random_expected_edges():
     assert f(10, 0, 50) == 11.0           # never: the whole space
     assert f(100, 0, 50) == 50.0          # never: the budget
     assert f(1, 1, 1) == 1.0              # no trial after the default
+
+
+TEMPLATES = os.path.join(BENCH, "templates")
+
+
+@pytest.mark.parametrize("name", sorted(f[:-3] for f in os.listdir(TEMPLATES) if f.endswith(".te")))
+def test_bench_templates_compute_their_product(name):
+    """Each template of the benchmark, at its default config and at two
+    random ones, computes what numpy does (a table of a template that
+    computed something else would compare the tuners on wrong kernels)."""
+    import numpy as np
+    sys.path.insert(0, os.path.dirname(__file__))
+    from autotvm_check import lower_and_run
+    from tvmd.autotvm.space import instantiate, templates
+    from tvmd.parser import parse_module
+    with open(os.path.join(TEMPLATES, name + ".te")) as f:
+        text = f.read()
+    ((func, space),) = templates(parse_module(text))
+    shapes = [tuple(a.type.shape) for a in func.args]
+    rng = np.random.default_rng(len(name))
+    x, y = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    # a dense template's weight is read [j, k] (named W); the others multiply as they are
+    want = x.astype(np.float64) @ (y.T if "%W[%j, %k]" in text else y).astype(np.float64)
+    for index in [space.default().index, *rng.integers(0, len(space), 2).tolist()]:
+        m = parse_module(text)
+        ((_, sp),) = templates(m)
+        instantiate(sp, sp.get(int(index)))
+        np.testing.assert_allclose(lower_and_run(m, x, y), want, rtol=1e-3, atol=1e-3, err_msg=f"config {index}")

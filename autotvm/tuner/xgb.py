@@ -3,9 +3,9 @@ proposes them (AutoTVM's XGBTuner, a model-based tuner).
 
 Algorithm::
 
-    until `first_fit` configs are measured (FIRST_FIT, or plan_size, or an
-    eighth of a small space, whichever is least): measure random unvisited
-    configs
+    until `first_fit` configs are measured (FIRST_FIT = 8, or plan_size,
+    or an eighth of a small space, whichever is least): measure random
+    unvisited configs
     every `refit_every` measured configs after that (REFIT_EVERY):
         fit   y = throughput (flop / mean cost; 0 for a failed config) of
               every measured config of the task, normalised by the best;
@@ -24,12 +24,17 @@ Algorithm::
     next_batch(n): each slot takes the next unvisited config of the plan,
         or with probability epsilon (5%) a random unvisited config
 
-Fitting early and often is what makes the model pay: on the five
-tasks of bench/tune_search.py --replay (20 seeds, default config out),
-random search needed 1.66x the trials XGBoost did to reach 95% of the
-best when the model started at 64 trials and refit every 64; 1.96x
-starting at 32 and refitting every 16; 2.00x refitting every 8.  A refit
-costs about 0.1 s and a re-plan's new loop features 2.6 ms a config.
+Fitting early and often is what makes the model pay.  Over the ten
+tables of bench/tune_search.py --replay (10 seeds, default config out;
+five small spaces, flat at the top, and five of AutoTVM's tutorial
+template sampled at 999 configs), random search's expected trials to 95%
+of the best over XGBoost's, geometric mean over all ten / the five large:
+first model at 32 random configs 1.37 / 1.48, at 16 1.57 / 1.88, at 8
+1.64 / 2.18, at 4 1.51 / 1.77 (refit every 8; every 4: 1.72 / 2.21 at
+twice the refits, every 16: 1.51 / 1.92).  A model on 8 configs is
+weak, but it is better than the random draws it replaces, and each refit
+makes it better.  A refit costs about 0.1 s and a re-plan's new loop
+features 2.6 ms a config.
 
 Transfer learning: :meth:`load_history` (or :meth:`transfer`) given
 records of other tasks of the same template (same task name and knob
@@ -49,7 +54,7 @@ from .. import features as F
 from .base import Tuner
 from .sa import anneal, sample_unvisited, unvisited
 
-FIRST_FIT = 32     # random configs measured before the first model
+FIRST_FIT = 8      # random configs measured before the first model
 REFIT_EVERY = 8    # measured configs between refits (and re-plans)
 SCORE_ALL = 4096   # at most this many unvisited configs: the knob model ranks them all
 
@@ -82,7 +87,7 @@ class _Booster:
 class XGBTuner(Tuner):
     def __init__(self, task, plan_size: int = 64, feature_type: str = "itervar", loss_type: str = "rank",
                  num_threads: int | None = None, seed: int = 0, epsilon: float = 0.05,
-                 diversity: float = 0.15, refit_every: int = REFIT_EVERY):
+                 diversity: float = 0.15, refit_every: int = REFIT_EVERY, first_fit: int = FIRST_FIT):
         if feature_type not in ("itervar", "knob"):
             raise ValueError(f"feature_type is 'itervar' or 'knob', not {feature_type!r}")
         if loss_type not in ("rank", "reg"):
@@ -97,7 +102,7 @@ class XGBTuner(Tuner):
         self.epsilon, self.diversity, self.seed = epsilon, diversity, seed
         self.nprng = np.random.default_rng(seed)
         self.lens = [len(k) for k in self.space.knobs]
-        self.first_fit = min(plan_size, FIRST_FIT, max(8, len(self.space) // 8))
+        self.first_fit = max(1, min(plan_size, first_fit, max(8, len(self.space) // 8)))
         self.refit_every = max(1, refit_every)
         self.next_fit = self.first_fit
         self.xs: list[int] = []
