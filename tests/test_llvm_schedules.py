@@ -434,8 +434,8 @@ def test_pragma_vectorizes_a_float_reduction():
     (AVX2, 64, 64, (4, 16)),      # 6 does not divide 64, and 4 column blocks are too few to leave rows serial
     (AVX2, 64, 256, (6, 16)),     # 16 column blocks: the rows stay serial, a partial last tile is fine
     (AVX2, 96, 24, (8, 8)),       # 16 does not divide 24: one vector per row, 8 rows
-    (AVX512, 96, 64, (12, 32)),   # 12 rows of two 16-lane vectors: 24 of 32 registers (14 does not divide 96)
-    (AVX512, 64, 512, (14, 32)),  # 16 column blocks: the rows stay serial, 14 rows (28 accumulators)
+    (AVX512, 96, 64, (8, 32)),    # 8 rows of two 16-lane vectors: 16 of 32 registers, no taller (ROWS)
+    (AVX512, 60, 512, (8, 32)),   # 16 column blocks: the rows stay serial, 8 rows and a partial last tile
     (AVX512, 96, 16, (8, 16)),    # one vector per row: no taller than 8 (a broadcast per FMA)
     (AVX2, 37, 32, (6, 16)),      # two column blocks, and no tile height divides 37: rows serial, partial last tile
 ])

@@ -210,8 +210,9 @@ class VectorUnit:
         """Registers a GEMM's register tile may hold: all but the four its
         loads and broadcasts need.  A GEMM's tile reads one operand as
         vectors and broadcasts the other, so more rows of accumulators
-        mean fewer loads per FMA: on 32 registers, 14 x 32 (28) ran the
-        1024^3 matmul at 146 GFLOP/s on one core, 8 x 32 (16) at 130."""
+        mean fewer loads per FMA (a conv's tile, block_factor, is 14 x 32
+        on 32 registers); a dense or matmul's rows are capped lower
+        (schedules_gemm.ROWS: each is a stream of the other operand)."""
         return self.registers - 4
 
 

@@ -17,7 +17,7 @@ and C reads ``Bp[.., j / NB, k, j % NB]``.  Either way the schedule is the
 register-tiled micro-kernel of bench/schedules/matmul.te: the output tiled
 MB x NB, sized to the target's vector registers (gemm_tile: AVX2's 6 x 16,
 6 rows of two 8-lane vectors = 12 accumulators of 16 registers; AVX-512's
-14 x 32 = 28 of 32), the batch axes and column blocks fused into one
+8 x 32 = 16 of 32: ROWS says why not taller), the batch axes and column blocks fused into one
 parallel loop, the row blocks fused into it too or, when the columns are
 enough parallel work, a serial loop inside it (MB then need not divide the
 rows: tir-loop-partition splits off the partial last tile; tile_gemm), the
@@ -56,10 +56,17 @@ MIN_PACK_ROWS = 16
 # walks k at a stride of a page or so, which the L1 cache's sets and the
 # TLB take badly (1024 x 1024 matmul: about 1.4x faster packed)
 MIN_PACK_COLUMNS = 512
-ROWS = (14, 12, 8, 6, 4)   # the tile's rows: unrolled, one broadcast of A each per k
-# A tile one vector wide does a broadcast per FMA: more rows than this
-# only add loads (AVX-512, 1024^3: 28 x 16 ran at 80 GFLOP/s, 14 x 32 at 146)
-MAX_ROWS_ONE_VECTOR = 8
+# The tile's rows (unrolled, one broadcast of A each per k), tallest
+# first.  Not taller than 8, although AVX-512's 32 registers would hold
+# 14 x 32: each row is a stream of A along k, and 14 of them lost to 8
+# wherever k is long.  Kernel GFLOP/s on Zen 4, 14 x 32 against 8 x 32:
+# one thread, 1024^3 matmul 87 against 112, dense 512x3072x768 91 against
+# 114, dense 512x768x3072 and 128x768x3072 equal; two threads, 1024^3 169
+# against 214, dense 128x768x3072 216 against 229, the LM head
+# 512x768x50257 211 against 222.  (A tile one vector wide does a
+# broadcast per FMA, and more rows would only add loads: AVX-512, 1024^3,
+# 28 x 16 ran at 80 GFLOP/s.)
+ROWS = (8, 6, 4)
 # flatten_rows applies below this last row axis (a 1x1 conv's output
 # width): at 7 and 14 the flattened GEMM was 1.4x-1.9x faster; at 28, 56
 # and 112 it was within the noise, and costs a pass over a larger output
@@ -69,7 +76,7 @@ MAX_FLAT_WIDTH = 16
 def tile_rows(per_row, vu):
     """The tile heights of ROWS whose accumulators fit, tallest first, for
     rows of `per_row` vectors."""
-    return [f for f in ROWS if f * per_row <= vu.gemm_accumulators and (per_row > 1 or f <= MAX_ROWS_ONE_VECTOR)]
+    return [f for f in ROWS if f * per_row <= vu.gemm_accumulators]
 
 
 def gemm_plan(c, deps, vu):
@@ -214,7 +221,7 @@ def gemm_tile(shape, vu, widths=None):
     of `widths`, a packed weight's panel width), MB the most of ROWS with
     MB * NB / lanes accumulators in the registers; the pair with the most
     accumulators (AVX2's 16 registers: 6 x 16, 12 accumulators; AVX-512:
-    14 x 32, 28: VectorUnit.gemm_accumulators).  MB need not divide m (when m >= MIN_PACK_ROWS): the row
+    8 x 32, 16 of VectorUnit.gemm_accumulators' 28).  MB need not divide m (when m >= MIN_PACK_ROWS): the row
     loop then stays serial inside the parallel column blocks (tile_gemm),
     and tir-loop-partition splits its last, partial tile off.  That is
     taken when the column blocks (times the batch) are enough parallel
