@@ -90,15 +90,17 @@ def bench_cnn(width, batch, repeat):
           f"int8 vs fp32: rel error {rel:.4f}, top-1 agreement {top1:.2f}; int8 alter-op-layout {stats}")
 
 
-def qdq_model(name, size, folder):
+def qdq_model(name, size, folder, fmt="QDQ"):
     """`name` from onnx_zoo at `size`, BN folded and quantized by
-    onnxruntime (QDQ); (model, input name, output scale)."""
+    onnxruntime in format `fmt` (QDQ: QuantizeLinear / DequantizeLinear
+    pairs around f32 ops; QOperator: QLinearConv, QLinearAdd, ... on the
+    integers); (model, input name, output scale)."""
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
     from tvmd.testing import onnx_zoo
     model = getattr(onnx_zoo, name)(size=size)[0]
-    f32, pre, q = (os.path.join(folder, f"{name}_{t}.onnx") for t in ("f32", "pre", "qdq"))
+    f32, pre, q = (os.path.join(folder, f"{name}_{t}.onnx") for t in ("f32", "pre", fmt))
     onnx.save(model, f32)
     quant_pre_process(f32, pre)          # folds BN into the convs, as an exported model has them
     x_name = model.graph.input[0].name
@@ -111,7 +113,7 @@ def qdq_model(name, size, folder):
             self.n += 1
             return None if self.n > 8 else \
                 {x_name: np.random.default_rng(self.n).standard_normal((1, 3, size, size)).astype(np.float32)}
-    quantize_static(pre, q, Calibration(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+    quantize_static(pre, q, Calibration(), quant_format=getattr(QuantFormat, fmt), activation_type=QuantType.QUInt8,
                     weight_type=QuantType.QInt8, per_channel=True)
     qm = onnx.load(q)
     inits = {i.name: onnx.numpy_helper.to_array(i) for i in qm.graph.initializer}
@@ -122,15 +124,15 @@ def qdq_model(name, size, folder):
     return qm, x_name, float(np.asarray(inits[node.input[1]]).max())
 
 
-def bench_qdq(names, size, threads, repeat):
+def bench_qdq(names, size, threads, repeat, formats=("QDQ",)):
     import logging
     import tempfile
     import onnxruntime as ort
     from tvmd.frontend.onnx_backend import TvmdBackend
     logging.getLogger().setLevel(logging.ERROR)    # the quantizer's advice, per tensor
     with tempfile.TemporaryDirectory() as folder:
-        for name in names:
-            model, x_name, step = qdq_model(name, size, folder)
+        for name, fmt in [(n, f) for n in names for f in formats]:
+            model, x_name, step = qdq_model(name, size, folder, fmt)
             so = ort.SessionOptions()
             so.intra_op_num_threads = threads
             sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
@@ -140,7 +142,7 @@ def bench_qdq(names, size, threads, repeat):
             steps = float(np.abs(got - want).max() / step)
             times = interleaved_times([lambda: sess.run(None, {x_name: x}), lambda: rep.run([x])], repeat)
             med = [float(np.median(t)) for t in times]
-            print(f"{name} QDQ {size}x{size}: onnxruntime {med[0] * 1e3:.2f} ms, tvmd {med[1] * 1e3:.2f} ms, "
+            print(f"{name} {fmt} {size}x{size}: onnxruntime {med[0] * 1e3:.2f} ms, tvmd {med[1] * 1e3:.2f} ms, "
                   f"tvmd/onnxruntime {med[1] / med[0]:.2f}; spread {spread_pct(times[0]):.0f}%/"
                   f"{spread_pct(times[1]):.0f}%; outputs differ by at most {steps:.0f} step(s) of the "
                   f"output's scale, equal at {np.mean(got == want):.0%} of them", flush=True)
@@ -191,6 +193,8 @@ def main(argv=None):
     ap.add_argument("--qdq", default="resnet18,resnet50", help="onnx_zoo models quantized by onnxruntime "
                     "(QDQ) to run against it ('' skips)")
     ap.add_argument("--qdq-size", type=int, default=224)
+    ap.add_argument("--qdq-format", default="QDQ,QOperator",
+                    help="onnxruntime's quantized formats: QDQ (Q/DQ pairs) and QOperator (QLinearConv, ...)")
     ap.add_argument("--dynamic-seq", type=int, default=128, help="the dynamically quantized BERT layer's "
                     "sequence (0 skips it)")
     ap.add_argument("--skip", default="", help="sections to skip: gemms, cnn")
@@ -208,7 +212,7 @@ def main(argv=None):
     if "cnn" not in skip:
         bench_cnn(a.cnn_width, a.cnn_batch, a.repeat)
     if a.qdq:
-        bench_qdq(a.qdq.split(","), a.qdq_size, a.threads, a.repeat)
+        bench_qdq(a.qdq.split(","), a.qdq_size, a.threads, a.repeat, a.qdq_format.split(","))
     if a.dynamic_seq:
         bench_dynamic(a.dynamic_seq, a.threads, a.repeat)
 

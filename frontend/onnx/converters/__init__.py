@@ -16,9 +16,10 @@ registers them all (registry.py loads it on the first conversion).
     sequence    Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap (as tuples)
     training    Adagrad, Momentum, Adam (ai.onnx.preview.training)
     quantize    QuantizeLinear, DequantizeLinear, QLinear*, *Integer
+    quantize_contrib  onnxruntime's QGemm, QLinearAdd, ... (com.microsoft)
     strings     StringConcat, RegexFullMatch, StringNormalizer, StringSplit
     ml          LabelEncoder, Binarizer, ArrayFeatureExtractor (ai.onnx.ml)
 """
 
 from . import (activation, control, generator, image, indexing, math, ml, nn, norm, quantize,  # noqa: F401
-               reduce, rnn, sequence, shape, strings, training)
+               quantize_contrib, reduce, rnn, sequence, shape, strings, training)
