@@ -5,7 +5,9 @@ ResNet-style CNN quantized with TVM's defaults (kl_divergence,
 per-channel weights) against its fp32 build, with the int8 model's error;
 and ONNX QDQ models (ResNet-18 / ResNet-50 of tvmd/testing/onnx_zoo.py,
 BN folded by onnxruntime's pre-processing, quantized by onnxruntime's
-quantize_static: ui8 activations, per-channel i8 weights) through the ONNX
+quantize_static: ui8 activations, per-channel i8 weights; in its QDQ
+format, and in its QOperator one of QLinearConv, QLinearAdd, QGemm, ...,
+--qdq-format) through the ONNX
 backend against onnxruntime at equal threads, with the largest difference
 of their outputs in steps of the output's scale; and the BERT layer of
 bench/models.py quantized by onnxruntime's quantize_dynamic
@@ -13,7 +15,8 @@ bench/models.py quantized by onnxruntime's quantize_dynamic
 
     .venv/bin/python bench/int8.py [--shapes 128x768x768,128x768x3072,128x3072x768,1x768x3072]
                                    [--cnn-width 64] [--cnn-batch 8] [--threads 2] [--repeat 12]
-                                   [--qdq resnet18,resnet50] [--qdq-size 224] [--dynamic-seq 128]
+                                   [--qdq resnet18,resnet50] [--qdq-size 224] [--qdq-format QDQ,QOperator]
+                                   [--dynamic-seq 128]
 
 On a CPU with VNNI (vpdpbusd) --alter-op-layout packs the int8 weights as
 words of four (docs/passes.md); the line above the table says whether
