@@ -128,8 +128,8 @@ def default_schedule(e, outputs, target="llvm"):
     rewrites (flatten_rows, pad_gemm) is replaced in the list `outputs` too, which
     the caller then returns."""
     from .schedules_attention import attention_schedule, is_attention
-    from .schedules_gemm import (flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, prefetch_panels, rows_serial,
-                                 tile_gemm)
+    from .schedules_gemm import (flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, pad_packed_columns,
+                                 prefetch_panels, rows_serial, tile_gemm)
     vu = vector_unit(target)
     if is_attention(e, outputs):
         return attention_schedule(e, outputs, vu.lanes, vu.accumulators)
@@ -145,8 +145,8 @@ def default_schedule(e, outputs, target="llvm"):
         if rewrite is not None:
             old, (c, copy) = c.results[0], rewrite
             plan = gemm_plan(c, _index_deps(c), vu)
-        elif plan is None:
-            rewrite = pad_gemm(e, c, deps, vu)
+        else:
+            rewrite = pad_gemm(e, c, deps, vu) if plan is None else pad_packed_columns(e, c, plan)
             if rewrite is not None:
                 old, (c, copy, plan) = c.results[0], rewrite
                 padded[c] = copy.type.shape
