@@ -312,31 +312,36 @@ def test_dense_pack_is_the_gemm_tile_without_a_packing_stage(target):
     np.testing.assert_allclose(run(k, f, x, w, b), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("panels, cols, padded", [(2, 29, True), (4, 58, True), (65, 1030, False)])
-def test_dense_pack_with_a_ragged_last_panel(panels, cols, padded):
+@pytest.mark.parametrize("h, w, panels, cols, stage", [(6, 8, 2, 29, "padded"), (6, 8, 4, 58, "padded"),
+                                                     (6, 8, 65, 1030, None), (5, 5, 3, 40, "rows")])
+def test_dense_pack_with_a_ragged_last_panel(h, w, panels, cols, stage):
     """An NHWC 1x1 conv's GEMM (rows h and w, batch axes fused with the
     column panels into the parallel loop) whose columns end inside the
     last panel of 16: with few panels it is computed over whole panels
     (the padding's zeros read) and copied out, so no tile's columns are
-    guarded; with many (an LM head) the guarded last panel stays.  With a
-    bias and ReLU epilogue; numpy's answer either way."""
-    w = randn(panels, 24, 16)
-    w[-1, :, cols - 16 * (panels - 1):] = 0.0    # the packing's zero padding
-    wtext = ", ".join(repr(float(v)) for v in w.ravel())
-    text = f"""relay.func @main(%x: tensor<1x6x8x24xf32>, %b: tensor<{cols}xf32>) -> tensor<1x6x8x{cols}xf32> {{
+    guarded; with many (an LM head) the guarded last panel stays.  Where
+    no tile height divides w (5), the rows are flattened (h * w) and the
+    GEMM tiles the panels whole (SqueezeNet's 13 x 13 x 1000 classifier:
+    64 -> 210 GFLOP/s).  With a bias and ReLU epilogue; numpy's answer."""
+    wt = randn(panels, 24, 16)
+    wt[-1, :, cols - 16 * (panels - 1):] = 0.0    # the packing's zero padding
+    wtext = ", ".join(repr(float(v)) for v in wt.ravel())
+    out = f"1x{h}x{w}x{cols}xf32"
+    text = f"""relay.func @main(%x: tensor<1x{h}x{w}x24xf32>, %b: tensor<{cols}xf32>) -> tensor<{out}> {{
   %w = constant dense<[{wtext}]> : tensor<{panels}x24x16xf32>
-  %0 = nn.contrib_dense_pack(%x, %w) {{weight_layout = "NC16n", units = {cols}}} : tensor<1x6x8x{cols}xf32>
-  %1 = nn.bias_add(%0, %b) {{axis = 3}} : tensor<1x6x8x{cols}xf32>
-  %2 = nn.relu(%1) : tensor<1x6x8x{cols}xf32>
+  %0 = nn.contrib_dense_pack(%x, %w) {{weight_layout = "NC16n", units = {cols}}} : tensor<{out}>
+  %1 = nn.bias_add(%0, %b) {{axis = 3}} : tensor<{out}>
+  %2 = nn.relu(%1) : tensor<{out}>
   return %2
 }}"""
     te, k, f = te_and_kernel(text)
     te = te.split("{-#")[0]
-    assert ("T_dense_pack_padded" in te and f"tensor<1x6x8x{16 * panels}xf32>" in te) == padded, te
-    x, b = randn(1, 6, 8, 24), randn(cols)
-    wk = w.transpose(1, 0, 2).reshape(24, 16 * panels)[:, :cols].astype(np.float64)
-    want = np.maximum(x.reshape(48, 24).astype(np.float64) @ wk + b, 0).reshape(1, 6, 8, cols)
-    np.testing.assert_allclose(run(k, f, x, w, b), want, rtol=1e-4, atol=1e-4)
+    assert ("T_dense_pack_padded" in te and f"tensor<1x{h}x{w}x{16 * panels}xf32>" in te) == (stage == "padded"), te
+    assert ("T_dense_pack_rows" in te and f"tensor<{h * w}x{cols}xf32>" in te) == (stage == "rows"), te
+    x, b = randn(1, h, w, 24), randn(cols)
+    wk = wt.transpose(1, 0, 2).reshape(24, 16 * panels)[:, :cols].astype(np.float64)
+    want = np.maximum(x.reshape(h * w, 24).astype(np.float64) @ wk + b, 0).reshape(1, h, w, cols)
+    np.testing.assert_allclose(run(k, f, x, wt, b), want, rtol=1e-4, atol=1e-4)
 
 
 def test_dense_pack_tile_is_its_panel_width_with_ragged_rows():

@@ -366,7 +366,7 @@ def flatten_rows(e, c, deps, vu):
     roles = next(operand_roles(c, deps, rank + big[0]), None)
     if roles is None:
         return None
-    _, _, ua, ub = roles
+    _, b_read, ua, ub = roles
     rows = []
     for d in range(rank - 2, -1, -1):
         if d not in ua or d in ub:
@@ -375,7 +375,10 @@ def flatten_rows(e, c, deps, vu):
     if len(rows) < 2:
         return None
     vf, bf = tile_shape(shape[-1], shape[-2], vu, ragged=False)
-    full = gemm_tile((math.prod(shape[d] for d in rows), shape[-1]), vu)
+    # a packed weight's columns tile as its whole panels (pad_packed_columns)
+    width = packed_width(list(b_read.indices), c.body.args[rank - 1], c.body.args[rank + big[0]])
+    n = shape[-1] if width is None else -(-shape[-1] // width) * width
+    full = gemm_tile((math.prod(shape[d] for d in rows), n), vu, width and (width,))
     if full is None or (bf is not None and accumulators(bf, vf, vu) >= accumulators(*full, vu)):
         return None
     r0 = rows[0]
