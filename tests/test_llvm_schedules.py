@@ -312,14 +312,17 @@ def test_dense_pack_is_the_gemm_tile_without_a_packing_stage(target):
     np.testing.assert_allclose(run(k, f, x, w, b), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("h, w, panels, cols, stage", [(6, 8, 2, 29, "padded"), (6, 8, 4, 58, "padded"),
+@pytest.mark.parametrize("h, w, panels, cols, stage", [(6, 8, 1, 12, "padded"), (6, 8, 2, 29, "padded"),
+                                                     (6, 8, 4, 58, "padded"),
                                                      (6, 8, 65, 1030, None), (5, 5, 3, 40, "rows")])
 def test_dense_pack_with_a_ragged_last_panel(h, w, panels, cols, stage):
     """An NHWC 1x1 conv's GEMM (rows h and w, batch axes fused with the
     column panels into the parallel loop) whose columns end inside the
     last panel of 16: with few panels it is computed over whole panels
     (the padding's zeros read) and copied out, so no tile's columns are
-    guarded; with many (an LM head) the guarded last panel stays.  Where
+    guarded (with fewer columns than a panel, at the root rather than at
+    the epilogue's tiles); with many (an LM head) the guarded last panel
+    stays.  Where
     no tile height divides w (5), the rows are flattened (h * w) and the
     GEMM tiles the panels whole (SqueezeNet's 13 x 13 x 1000 classifier:
     64 -> 210 GFLOP/s).  With a bias and ReLU epilogue; numpy's answer."""
@@ -338,6 +341,9 @@ def test_dense_pack_with_a_ragged_last_panel(h, w, panels, cols, stage):
     te = te.split("{-#")[0]
     assert ("T_dense_pack_padded" in te and f"tensor<1x{h}x{w}x{16 * panels}xf32>" in te) == (stage == "padded"), te
     assert ("T_dense_pack_rows" in te and f"tensor<{h * w}x{cols}xf32>" in te) == (stage == "rows"), te
+    # narrower than its panel: computed whole at the root (at the epilogue's
+    # tiles it would take their 12 columns, vectors of 12 lanes)
+    assert ("te.compute_at %T_dense_pack_padded" in te) == (stage == "padded" and cols >= 16), te
     x, b = randn(1, h, w, 24), randn(cols)
     wk = wt.transpose(1, 0, 2).reshape(24, 16 * panels)[:, :cols].astype(np.float64)
     want = np.maximum(x.reshape(h * w, 24).astype(np.float64) @ wk + b, 0).reshape(1, h, w, cols)
