@@ -16,10 +16,11 @@ from tvmd.runtime.build import build  # noqa: E402
 from tvmd.testing import onnx_zoo  # noqa: E402
 
 
-def qdq_resnet(tmp_path, size=32, width=8, activation="QUInt8", per_channel=True, model=None):
+def qdq_resnet(tmp_path, size=32, width=8, activation="QUInt8", per_channel=True, model=None, fmt="QDQ"):
     """A small ResNet-18 (basic blocks, BN) quantized by onnxruntime (QDQ,
-    int8 weights), and its input name; `model`: another float model, whose
-    BNs onnxruntime's pre-processing folds first."""
+    or `fmt` "QOperator": QLinearConv, QLinearAdd, ...; int8 weights), and
+    its input name; `model`: another float model, whose BNs onnxruntime's
+    pre-processing folds first."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     f32, q = tmp_path / "f32.onnx", tmp_path / "q.onnx"
     if model is None:
@@ -40,7 +41,7 @@ def qdq_resnet(tmp_path, size=32, width=8, activation="QUInt8", per_channel=True
             if self.n > 4:
                 return None
             return {name: np.random.default_rng(self.n).standard_normal((1, 3, size, size)).astype(np.float32)}
-    quantize_static(str(f32), str(q), Calibration(), quant_format=QuantFormat.QDQ,
+    quantize_static(str(f32), str(q), Calibration(), quant_format=getattr(QuantFormat, fmt),
                     activation_type=getattr(QuantType, activation), weight_type=QuantType.QInt8,
                     per_channel=per_channel)
     return onnx.load(str(q)), name

@@ -486,7 +486,7 @@ def test_gemm_register_tile_fits_the_target(target, m, n, tile):
 }}"""
     m_ = lower(text, f'fuse-ops,lower-relay-to-te{{target="{target}"}}')
     te = print_module(m_)
-    assert f'"T_matmul.rows", ' in te and f'{tile[0]}>}}' in te.split('"T_matmul.rows"')[1].split("\n")[0]
+    assert '"T_matmul.rows", ' in te and f'{tile[0]}>}}' in te.split('"T_matmul.rows"')[1].split("\n")[0]
     assert f'{tile[1]}>}}' in te.split('"T_matmul.cols"')[1].split("\n")[0]
     if target == AVX2:
         _, k, f = te_and_kernel(text, target)

@@ -17,6 +17,7 @@ from tvmd.frontend.onnx import from_onnx
 from tvmd.runtime.build import build
 
 sys.path.insert(0, os.path.dirname(__file__))
+from test_fake_quantization import qdq_resnet  # noqa: E402
 from test_vnni import HOST_VNNI  # noqa: E402
 
 MS = "com.microsoft"
@@ -139,24 +140,7 @@ def test_a_qoperator_resnet_runs_on_int8_and_equals_onnxruntime(tmp_path):
     the CPU has VNNI); the output is onnxruntime's within a few steps
     (its QLinearAdd rounds its own way, and a step differs here and there
     through the layers)."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    from tvmd.testing import onnx_zoo
-    model = onnx_zoo.resnet18(size=32, width=8, classes=10)[0]
-    f32, q = tmp_path / "f32.onnx", tmp_path / "q.onnx"
-    onnx.save(model, str(f32))
-    name = model.graph.input[0].name
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            self.n = 0
-
-        def get_next(self):
-            self.n += 1
-            return None if self.n > 4 else \
-                {name: np.random.default_rng(self.n).standard_normal((1, 3, 32, 32)).astype(np.float32)}
-    quantize_static(str(f32), str(q), Calibration(), quant_format=QuantFormat.QOperator,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
-    qm = onnx.load(str(q))
+    qm, name = qdq_resnet(tmp_path, fmt="QOperator")
     ops = {n.op_type for n in qm.graph.node}
     assert {"QLinearConv", "QLinearAdd", "QGemm"} <= ops, ops
     module, _ = from_onnx(qm)
