@@ -314,7 +314,8 @@ def test_dense_pack_is_the_gemm_tile_without_a_packing_stage(target):
 
 @pytest.mark.parametrize("h, w, panels, cols, stage", [(6, 8, 1, 12, "padded"), (6, 8, 2, 29, "padded"),
                                                      (6, 8, 4, 58, "padded"),
-                                                     (6, 8, 65, 1030, None), (5, 5, 3, 40, "rows")])
+                                                     (6, 8, 65, 1030, None), (5, 5, 3, 40, "rows"),
+                                                     (3, 14, 4, 58, "rows")])
 def test_dense_pack_with_a_ragged_last_panel(h, w, panels, cols, stage):
     """An NHWC 1x1 conv's GEMM (rows h and w, batch axes fused with the
     column panels into the parallel loop) whose columns end inside the
@@ -322,10 +323,11 @@ def test_dense_pack_with_a_ragged_last_panel(h, w, panels, cols, stage):
     (the padding's zeros read) and copied out, so no tile's columns are
     guarded (with fewer columns than a panel, at the root rather than at
     the epilogue's tiles); with many (an LM head) the guarded last panel
-    stays.  Where
-    no tile height divides w (5), the rows are flattened (h * w) and the
-    GEMM tiles the panels whole (SqueezeNet's 13 x 13 x 1000 classifier:
-    64 -> 210 GFLOP/s).  With a bias and ReLU epilogue; numpy's answer."""
+    stays.  Where no tile height divides w (5, 14 on AVX2), the rows are
+    flattened (h * w), and the flattened GEMM is padded to whole panels
+    too (SqueezeNet's 13 x 13 x 1000 classifier: 64 -> 210 GFLOP/s;
+    ShuffleNet's 14 x 14 x 116: 38 -> 139, where the conv tile of 14 rows
+    of 4-lane vectors had been taken over it).  With a bias and ReLU epilogue; numpy's answer."""
     wt = randn(panels, 24, 16)
     wt[-1, :, cols - 16 * (panels - 1):] = 0.0    # the packing's zero padding
     wtext = ", ".join(repr(float(v)) for v in wt.ravel())
@@ -340,7 +342,7 @@ def test_dense_pack_with_a_ragged_last_panel(h, w, panels, cols, stage):
     te, k, f = te_and_kernel(text)
     te = te.split("{-#")[0]
     assert ("T_dense_pack_padded" in te and f"tensor<1x{h}x{w}x{16 * panels}xf32>" in te) == (stage == "padded"), te
-    assert ("T_dense_pack_rows" in te and f"tensor<{h * w}x{cols}xf32>" in te) == (stage == "rows"), te
+    assert ("T_dense_pack_rows" in te and f"tensor<{h * w}x{16 * panels}xf32>" in te) == (stage == "rows"), te
     # narrower than its panel: computed whole at the root (at the epilogue's
     # tiles it would take their 12 columns, vectors of 12 lanes)
     assert ("te.compute_at %T_dense_pack_padded" in te) == (stage == "padded" and cols >= 16), te
@@ -348,6 +350,20 @@ def test_dense_pack_with_a_ragged_last_panel(h, w, panels, cols, stage):
     wk = wt.transpose(1, 0, 2).reshape(24, 16 * panels)[:, :cols].astype(np.float64)
     want = np.maximum(x.reshape(h * w, 24).astype(np.float64) @ wk + b, 0).reshape(1, h, w, cols)
     np.testing.assert_allclose(run(k, f, x, wt, b), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_narrow_conv_tile_does_not_win_over_the_flattened_gemm():
+    """ShuffleNet's 14 x 14 x 116 1x1 conv on AVX-512: no GEMM tile height
+    divides 14, and the conv's own tile (14 rows of 4-lane vectors: 116 =
+    29 x 4) holds 14 registers against the flattened GEMM's 8 x 32 in 16,
+    but computes 56 elements against 256 (38 against 139 GFLOP/s): the
+    rows are flattened, by the elements a tile computes."""
+    text = """relay.func @main(%x: tensor<1x14x14x116xf32>, %w: tensor<4x116x32xf32>) -> tensor<1x14x14x116xf32> {
+  %0 = nn.contrib_dense_pack(%x, %w) {units = 116, weight_layout = "NC32n"} : tensor<1x14x14x116xf32>
+  return %0
+}"""
+    te = print_module(lower(text, f'fuse-ops,lower-relay-to-te{{target="{AVX512}"}}'))
+    assert "%T_dense_pack_rows_padded = te.compute" in te and "tensor<196x128xf32>" in te, te
 
 
 def test_dense_pack_tile_is_its_panel_width_with_ragged_rows():

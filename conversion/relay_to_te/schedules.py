@@ -136,9 +136,9 @@ def default_schedule(e, outputs, target="llvm"):
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs, padded = {}, {}, {}
-    # GEMMs computed whole at the root, not at their epilogue's tiles: a
-    # packed GEMM narrower than its one panel (MobileNet v2's 24-channel
-    # 1x1 convs in a panel of 32), whose tiles would take the epilogue's 24
+    # Padded GEMMs computed whole at the root, not at their epilogue's
+    # tiles: one narrower than its one panel (MobileNet v2's 24-channel 1x1
+    # convs in a panel of 32), whose tiles would take the epilogue's 24
     # columns (vectors of 24 lanes: shuffles, 21 GFLOP/s against 130)
     at_root = set()
     for c in computes:
@@ -146,19 +146,20 @@ def default_schedule(e, outputs, target="llvm"):
             continue
         deps = _index_deps(c)
         plan = gemm_plan(c, deps, vu)
-        rewrite = flatten_rows(e, c, deps, vu) if plan is None else None
-        if rewrite is not None:
-            old, (c, copy) = c.results[0], rewrite
-            plan = gemm_plan(c, _index_deps(c), vu)
-        else:
-            rewrite = pad_gemm(e, c, deps, vu) if plan is None else pad_packed_columns(e, c, plan)
-            if rewrite is not None:
-                old, (c, copy, plan) = c.results[0], rewrite
-                padded[c] = copy.type.shape
-                if copy.type.shape[-1] < plan[-1]:
-                    at_root.add(c)
-        if rewrite is not None:
+        flat = flatten_rows(e, c, deps, vu) if plan is None else None
+        if flat is not None:
+            old, (c, copy) = c.results[0], flat
             outputs[:] = [copy if v is old else v for v in outputs]
+            deps = _index_deps(c)
+            plan = gemm_plan(c, deps, vu)
+        # (the flattened GEMM's columns may still end inside a panel)
+        rewrite = pad_gemm(e, c, deps, vu) if plan is None else pad_packed_columns(e, c, plan)
+        if rewrite is not None:
+            old, (c, copy, plan) = c.results[0], rewrite
+            outputs[:] = [copy if v is old else v for v in outputs]
+            padded[c] = copy.type.shape
+            if copy.type.shape[-1] < plan[-1]:
+                at_root.add(c)
         if plan is not None:
             _, b_read, kind, mb, nb = plan
             pack = pack_gemm_operand(e, c, b_read, nb, kind) if kind else None
