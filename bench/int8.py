@@ -10,13 +10,14 @@ format, and in its QOperator one of QLinearConv, QLinearAdd, QGemm, ...,
 --qdq-format) through the ONNX
 backend against onnxruntime at equal threads, with the largest difference
 of their outputs in steps of the output's scale; and the BERT layer of
-bench/models.py quantized by onnxruntime's quantize_dynamic
-(DynamicQuantizeLinear + MatMulInteger) against onnxruntime.
+bench/models.py quantized by onnxruntime (quantize_dynamic:
+DynamicQuantizeLinear + MatMulInteger; quantize_static, QDQ and
+QOperator: --bert-quant) against onnxruntime.
 
     .venv/bin/python bench/int8.py [--shapes 128x768x768,128x768x3072,128x3072x768,1x768x3072]
                                    [--cnn-width 64] [--cnn-batch 8] [--threads 2] [--repeat 12]
                                    [--qdq resnet18,resnet50] [--qdq-size 224] [--qdq-format QDQ,QOperator]
-                                   [--dynamic-seq 128]
+                                   [--dynamic-seq 128] [--bert-quant dynamic,QDQ,QOperator]
 
 On a CPU with VNNI (vpdpbusd) --alter-op-layout packs the int8 weights as
 words of four (docs/passes.md); the line above the table says whether
@@ -151,36 +152,59 @@ def bench_qdq(names, size, threads, repeat, formats=("QDQ",)):
                   f"output's scale, equal at {np.mean(got == want):.0%} of them", flush=True)
 
 
-def bench_dynamic(seq, threads, repeat):
+def bench_bert(seq, threads, repeat, how):
+    """The BERT layer of bench/models.py quantized by onnxruntime, `how`:
+    "dynamic" (quantize_dynamic: DynamicQuantizeLinear + MatMulInteger),
+    or quantize_static in its "QDQ" or "QOperator" format (QGemm,
+    QLinearMatMul, QLinearSoftmax, ...: the attention's products on
+    integers too), against onnxruntime running that model."""
     import logging
     import tempfile
     import onnx
     import onnxruntime as ort
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                          quantize_static)
     from onnxruntime.quantization.shape_inference import quant_pre_process
     from tvmd.frontend.onnx_backend import TvmdBackend
     from tvmd.testing import onnx_zoo
     logging.getLogger().setLevel(logging.ERROR)
     model = onnx_zoo.bert_layer_onnx(seq)
     model = model[0] if isinstance(model, tuple) else model
+
+    def feeds(seed):
+        rng = np.random.default_rng(seed)
+        return {i.name: rng.standard_normal([x.dim_value for x in i.type.tensor_type.shape.dim]).astype(np.float32)
+                if i.name != "mask" else np.zeros([x.dim_value for x in i.type.tensor_type.shape.dim], np.float32)
+                for i in model.graph.input}
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            self.n = 0
+
+        def get_next(self):
+            self.n += 1
+            return None if self.n > 4 else feeds(100 + self.n)
     with tempfile.TemporaryDirectory() as d:
-        onnx.save(model, os.path.join(d, "raw.onnx"))
-        quant_pre_process(os.path.join(d, "raw.onnx"), os.path.join(d, "f32.onnx"))
-        quantize_dynamic(os.path.join(d, "f32.onnx"), os.path.join(d, "q.onnx"), weight_type=QuantType.QInt8)
-        q = onnx.load(os.path.join(d, "q.onnx"))
-    rng = np.random.default_rng(3)
-    feeds = {i.name: rng.standard_normal([x.dim_value for x in i.type.tensor_type.shape.dim]).astype(np.float32)
-             if i.name != "mask" else np.zeros([x.dim_value for x in i.type.tensor_type.shape.dim], np.float32)
-             for i in model.graph.input}
+        raw, f32, q = (os.path.join(d, f) for f in ("raw.onnx", "f32.onnx", "q.onnx"))
+        onnx.save(model, raw)
+        quant_pre_process(raw, f32)
+        if how == "dynamic":
+            quantize_dynamic(f32, q, weight_type=QuantType.QInt8)
+        else:
+            quantize_static(f32, q, Calibration(), quant_format=getattr(QuantFormat, how),
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
+        q = onnx.load(q)
+    inputs = feeds(3)
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     sess = ort.InferenceSession(q.SerializeToString(), so, providers=["CPUExecutionProvider"])
     rep = TvmdBackend.prepare(q)
-    args = list(feeds.values())
-    want, got = sess.run(None, feeds)[0], rep.run(args)[0]
-    times = interleaved_times([lambda: sess.run(None, feeds), lambda: rep.run(args)], repeat)
+    args = list(inputs.values())
+    want, got = sess.run(None, inputs)[0], rep.run(args)[0]
+    times = interleaved_times([lambda: sess.run(None, inputs), lambda: rep.run(args)], repeat)
     med = [float(np.median(t)) for t in times]
-    print(f"BERT layer seq {seq}, quantize_dynamic (MatMulInteger): onnxruntime {med[0] * 1e3:.2f} ms, "
+    label = "quantize_dynamic (MatMulInteger)" if how == "dynamic" else f"quantize_static {how}"
+    print(f"BERT layer seq {seq}, {label}: onnxruntime {med[0] * 1e3:.2f} ms, "
           f"tvmd {med[1] * 1e3:.2f} ms, tvmd/onnxruntime {med[1] / med[0]:.2f}; spread {spread_pct(times[0]):.0f}%/"
           f"{spread_pct(times[1]):.0f}%; largest difference {np.abs(got - want).max():.4f} of |{np.abs(want).max():.2f}|",
           flush=True)
@@ -198,8 +222,10 @@ def main(argv=None):
     ap.add_argument("--qdq-size", type=int, default=224)
     ap.add_argument("--qdq-format", default="QDQ,QOperator",
                     help="onnxruntime's quantized formats: QDQ (Q/DQ pairs) and QOperator (QLinearConv, ...)")
-    ap.add_argument("--dynamic-seq", type=int, default=128, help="the dynamically quantized BERT layer's "
+    ap.add_argument("--dynamic-seq", type=int, default=128, help="the quantized BERT layer's "
                     "sequence (0 skips it)")
+    ap.add_argument("--bert-quant", default="dynamic,QDQ,QOperator",
+                    help="how onnxruntime quantizes the BERT layer: dynamic, and quantize_static's QDQ / QOperator")
     ap.add_argument("--skip", default="", help="sections to skip: gemms, cnn")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
@@ -217,7 +243,8 @@ def main(argv=None):
     if a.qdq:
         bench_qdq(a.qdq.split(","), a.qdq_size, a.threads, a.repeat, a.qdq_format.split(","))
     if a.dynamic_seq:
-        bench_dynamic(a.dynamic_seq, a.threads, a.repeat)
+        for how in a.bert_quant.split(","):
+            bench_bert(a.dynamic_seq, a.threads, a.repeat, how)
 
 
 if __name__ == "__main__":
