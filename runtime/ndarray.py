@@ -112,15 +112,19 @@ def available_memory():
 
 
 def random_array(shape, dtype, rng=None) -> np.ndarray:
-    """Test data: normal floats, small integers, random booleans."""
+    """Test data: normal floats, small integers, random booleans (ml_dtypes'
+    bfloat16 / float8 / float4 from f32 normals, its int4 / int2 from 0-3)."""
     rng = rng if rng is not None else np.random.default_rng(0)
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        a = rng.standard_normal(shape).astype(dtype)
+    extension = dtype.kind == "V"   # ml_dtypes' types are numpy void-kind extensions
+    if dtype.kind == "f" or (extension and "float" in dtype.name):
+        a = rng.standard_normal(shape).astype(np.float32).astype(dtype)
     elif dtype.kind == "b":
         a = rng.integers(0, 2, shape).astype(dtype)
     elif dtype.kind in "iu":
         a = rng.integers(0, 10, shape).astype(dtype)
+    elif extension and "int" in dtype.name:
+        a = rng.integers(0, 4, shape).astype(dtype)
     else:
         raise TypeError(f"no random data for dtype {dtype}")
     return as_aligned(np.ascontiguousarray(a))

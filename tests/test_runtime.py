@@ -122,6 +122,11 @@ def test_aligned_arrays():
     assert as_aligned(a) is a
     r = random_array((2, 3), "int32")
     assert r.dtype == np.int32 and is_aligned(r)
+    import ml_dtypes   # tvm-run --random-inputs on a float8 / bfloat16 / int4 input
+    for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.bfloat16, ml_dtypes.int4):
+        r = random_array((50,), dt)
+        assert r.dtype == dt and is_aligned(r) and np.isfinite(r.astype(np.float32)).all()
+        assert len(np.unique(r.astype(np.float32))) > 1
     with pytest.raises(ValueError, match="shape"):
         check_buffer(a, "float32", (3, 4), "arg")
     assert check_buffer(a, "float32", (None, 5), "arg") is a

@@ -99,13 +99,19 @@ def tensor_problem(tensor) -> str | None:
         return p
     if tensor.data_location == 1:    # TensorProto.EXTERNAL: onnx.load(path) loads it into raw_data
         return "keeps its data in an external file, which was not loaded"
-    et = to_tvmd(tensor.data_type)
-    if et is None:
-        return None
     dims = [int(d) for d in tensor.dims]
     n = 1
     for d in dims:
         n *= d
+    if tensor.data_type == 8:   # STRING: its values are in string_data, never raw_data
+        if tensor.HasField("raw_data"):
+            return "is a STRING tensor with raw_data (strings are kept in string_data)"
+        if len(tensor.string_data) != n:
+            return f"has dims {_dims_text(dims)} ({n} elements) but its string_data holds {len(tensor.string_data)} values"
+        return None
+    et = to_tvmd(tensor.data_type)
+    if et is None:
+        return None
     # 4- and 2-bit integers are packed, two or four to a byte of raw_data or an int32_data entry
     per_byte = {21: 2, 22: 2, 23: 2, 25: 4, 26: 4}.get(tensor.data_type)
     if tensor.HasField("raw_data"):
