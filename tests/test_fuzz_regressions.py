@@ -112,3 +112,61 @@ def test_location_numbers_out_of_range(tmp_path, capsys, line, col):
     text = (f'relay.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {{\n'
             f'  %0 = nn.relu(%x) loc("model.onnx":{line}:{col})\n  return %0\n}}\n')
     assert_located(*run_opt(tmp_path, capsys, text), "a location's line and column are integers in [0, 2^31)")
+
+
+def test_infinite_requantization_multiplier_is_located(tmp_path, capsys):
+    # a scale of 2^64 squared by qnn.mul's lhs * rhs scale overflowed f32 and
+    # reached int() of infinity in multiplier_shift
+    text = """relay.func @main(%x: tensor<4xi8>) -> tensor<4xi8> {
+  %s = constant dense<18446744073709551615.0> : tensor<f32>
+  %t = constant dense<0.5> : tensor<f32>
+  %z = constant dense<0> : tensor<i32>
+  %m = qnn.mul(%x, %x, %s, %z, %s, %z, %t, %z) : tensor<4xi8>
+  return %m
+}
+"""
+    rc, err = run_opt(tmp_path, capsys, text, "--quantize")
+    assert_located(rc, err, "requantization multiplier of inf")
+    assert "RuntimeWarning" not in err, err
+
+
+def test_non_numeric_auto_unroll_pragma_is_located(tmp_path, capsys):
+    text = """tir.func @f(%A: memref<4x4xf32>) {
+  tir.for %i = 0 to 4 attributes {pragma_auto_unroll_max_step = -inf} {
+    tir.for %j = 0 to 4 {
+    }
+  }
+}
+"""
+    assert_located(*run_opt(tmp_path, capsys, text, "--tir-unroll", name="in.tir"), "must be a whole number of steps")
+
+
+def test_prefetch_of_a_read_spanning_past_its_dimension_ends(tmp_path, capsys):
+    # j % 4294967295 made the prefetched span 2^32 columns of a 32-column
+    # panel: a loop emitting billions of tir.prefetch ops (a hang)
+    text = """te.func @f(%A: tensor<4x64xf32>, %Bp: tensor<2x64x32xf32>) -> tensor<4x64xf32> {
+  %C = te.compute [%i, %j] reduce [%k: 64] "sum" : tensor<4x64xf32> {
+    %a = te.read %A[%i, %k] : f32
+    %c = arith.constant 4294967295 : index
+    %jo = arith.floordivsi %j, %c : index
+    %ji = arith.floormodsi %j, %c : index
+    %b = te.read %Bp[%jo, %k, %ji] : f32
+    %m = arith.mulf %a, %b : f32
+    yield %m
+  }
+  %CL = te.cache_write %C {scope = "local"} : tensor<4x64xf32>
+  %i, %j = te.axes %C
+  %jo, %ji = te.split %j {factor = 32}
+  te.reorder %jo, %i, %ji
+  te.compute_at %CL, %jo
+  %ci, %cj, %k = te.axes %CL
+  te.reorder %k, %ci, %cj
+  te.prefetch %Bp, %k {offset = 64}
+  return %C
+}
+"""
+    rc, err = run_opt(tmp_path, capsys, text, "--apply-schedule", name="in.te")
+    assert rc == 0, err
+    # the prefetch covers the panel's 32 columns: two lines of 16 floats
+    out = (tmp_path / "out").read_text()
+    assert re.findall(r"tir.prefetch %Bp\[%\d+, %\d+, %(c\d+)\]", out) == ["c0", "c16"], out

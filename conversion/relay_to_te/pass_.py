@@ -84,6 +84,7 @@ def lower_function(module, rf, schedule=True, target="llvm"):
     from ...dialects.relay.ops.function import ReturnOp as RelayReturnOp
     from ...dialects.te.builder import Emitter, compute
     from ...dialects.te.ops import FuncOp, ReturnOp
+    from ...dialects.relay.ops.qnn_math import ScaleError
     from ...ir import types as T
     from ...ir.core import Block, Region
     from .registry import Scalar, computes
@@ -159,7 +160,10 @@ def lower_function(module, rf, schedule=True, target="llvm"):
                 raise op.error(f"has dynamic dimensions its compute cannot size yet ({err})") from None
             e.result_dims = e.operand_dims = None
         else:
-            env[r] = fn(e, op, [env[v] for v in op.operands])   # a tuple for a tuple-typed result
+            try:
+                env[r] = fn(e, op, [env[v] for v in op.operands])   # a tuple for a tuple-typed result
+            except ScaleError as err:
+                raise op.error(str(err)) from None
     for i, v in enumerate(outs):
         if isinstance(v, Scalar):   # a function returning a constant: fill a tensor with it
             outs[i] = compute(e, v.type, lambda e, *idx, v=v: e.const(v.value, v.type.element_type), name="const")

@@ -392,17 +392,21 @@ class NestBuilder:
                            "nothing to prefetch ahead")
         per_line = max(1, PREFETCH_LINE_BYTES * 8 // tensor.type.element_type.bitwidth)
         bases = [it.base + Aff(it.base.terms.get(v, 0) * offset) for it in region]
+        # a read's span past its dimension (an index a mutated modulus lets
+        # grow to 2^32) prefetches no more than the dimension holds
+        dims = tensor.type.shape
+        spans = [min(it.span, dims[d] - 1) if type(dims[d]) is int else it.span for d, it in enumerate(region)]
         saved = e.block
         idx = []
         for d, it in enumerate(region[:-1]):
-            if it.span == 0:
+            if spans[d] == 0:
                 idx.append(e.val(bases[d].emit(e)))
                 continue
-            loop = ForOp.create(0, it.span + 1, "serial", None, f"pf{d}", e.loc, {})
+            loop = ForOp.create(0, spans[d] + 1, "serial", None, f"pf{d}", e.loc, {})
             e.block.append(loop)
             e.at(loop.body)
             idx.append(e.val(e.add(bases[d].emit(e), loop.induction_var)))
-        for line in range(0, region[-1].span + 1, per_line):
+        for line in range(0, spans[-1] + 1, per_line):
             e.op("tir.prefetch", [tensor] + idx + [e.val(e.add(bases[-1].emit(e), line))], [])
         e.at(saved)
 

@@ -449,7 +449,8 @@ class QnnMulOp(QnnBinaryOp):
         if len(axes) == 2 and axes[0] != axes[1]:
             raise self.error("per-axis scales of lhs and rhs run along different output axes")
         flat = lambda a: a.reshape(()) if a.size == 1 else a.reshape(-1)  # noqa: E731
-        return (flat(sl) * flat(sr)).astype(np.float32), (axes[0] if axes else 0)
+        with np.errstate(over="ignore"):   # an infinite product is reported where it is used (ScaleError)
+            return (flat(sl) * flat(sr)).astype(np.float32), (axes[0] if axes else 0)
 
     def compute(self, l, r, s_l, z_l, s_r, z_r, s_o, z_o):
         positive_scales(self, s_l, s_r, s_o)

@@ -90,6 +90,11 @@ def multiplier_shift(multiplier: float) -> tuple[int, int]:
     return int(m), int(exp)
 
 
+class ScaleError(ValueError):
+    """A requantization multiplier (in_scale / out_scale) that is not a
+    finite, positive number: the op that has it reports it as an error."""
+
+
 class FixedPoint:
     """The int64 constants of ``x * (in_scale / out_scale)`` per element of
     the (broadcast) scale arrays: multiplier, left shift, total right shift
@@ -98,8 +103,13 @@ class FixedPoint:
     __slots__ = ("m", "left", "total", "round")
 
     def __init__(self, in_scale, out_scale):
-        mult = float_multipliers(in_scale, out_scale)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            mult = float_multipliers(in_scale, out_scale)
         flat = np.atleast_1d(mult)
+        bad = [float(x) for x in flat if not (np.isfinite(x) and x >= 0)]
+        if bad:
+            raise ScaleError(f"its scales make a requantization multiplier of {bad[0]!r} "
+                             f"(input scale / output scale must be finite and not negative)")
         pairs = [multiplier_shift(float(x)) for x in flat]
         m = np.array([p[0] for p in pairs], np.int64)
         shift = np.array([p[1] for p in pairs], np.int64)

@@ -64,13 +64,22 @@ def _enclosing_loop(op):
     return p
 
 
+def _finite(v):
+    """Whether v is a finite number (not a bool)."""
+    import math
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _auto_limit(loop, default):
     """The auto_unroll_max_step that applies to `loop` (the nearest pragma
     on it or an enclosing loop), else `default`."""
     p = loop
     while p is not None:
         if isinstance(p, ForOp) and p.attributes.get(PRAGMA) is not None:
-            return int(p.attributes[PRAGMA])
+            v = p.attributes[PRAGMA]
+            if not _finite(v) or v != int(v):
+                raise p.error(f"{PRAGMA} must be a whole number of steps, got {v!r}")
+            return int(v)
         p = p.parent_op
     return default
 

@@ -334,7 +334,10 @@ class Lowering:
             if fn is None:
                 raise op.error("has no lowering to integer arithmetic")
             b = Builder.before(op)
-            new = fn(self, b, op)
+            try:
+                new = fn(self, b, op)
+            except Q.ScaleError as err:
+                raise op.error(str(err)) from None
             new.name = op.results[0].name
             op.results[0].replace_all_uses_with(new)
             params = [c for c in (defining_constant(v) for v in op.operands) if c is not None]
