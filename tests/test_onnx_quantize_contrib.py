@@ -2,7 +2,8 @@
 the QOperator format of its quantizer) through the ONNX importer and
 build, against onnxruntime itself: one node each, and a ResNet quantized
 by quantize_static in the QOperator format, whose convs and classifier
-are int8 products (packed for vpdpbusd on a VNNI CPU)."""
+are int8 products (packed for vpdpbusd on a VNNI CPU).  And ONNX's own
+QuantizeLinear of a float8 input, against numpy."""
 
 import os
 import sys
@@ -160,3 +161,21 @@ def test_a_qoperator_resnet_runs_on_int8_and_equals_onnxruntime(tmp_path):
     for seed in range(2):
         x = np.random.default_rng(100 + seed).standard_normal((1, 3, 32, 32)).astype(np.float32)
         np.testing.assert_allclose(cm.run(x), sess.run(None, {name: x})[0], rtol=0, atol=4.01 * step)
+
+
+def test_quantize_linear_of_a_float8_input():
+    """QuantizeLinear of a float8 input (a fuzz finding: qnn.quantize had
+    rounded the float8's storage bytes, llvm.roundeven on i8, IR that did
+    not verify): computed from the f32 value, as numpy does."""
+    import ml_dtypes
+    s, z = _const("s", np.float32(0.05)), _const("z", np.uint8(3))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    m = helper.make_model(helper.make_graph(nodes, "f8", [helper.make_tensor_value_info("x", TensorProto.FLOAT8E5M2FNUZ, (2, 4))],
+                                            [helper.make_tensor_value_info("y", TensorProto.FLOAT, (2, 4))], [s, z]),
+                          opset_imports=[helper.make_opsetid("", 21)])
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32).astype(ml_dtypes.float8_e5m2fnuz)
+    module, _ = from_onnx(m)
+    got = build(module, progress=False, fallback=False).run(x)
+    q = np.clip(np.round(x.astype(np.float32) / np.float32(0.05)) + 3, 0, 255)
+    np.testing.assert_allclose(got, ((q - 3) * np.float32(0.05)).astype(np.float32), rtol=1e-6)

@@ -124,8 +124,8 @@ def quantize_linear(cx, node):
         raise cx.unsupported(f"quantizing to {name}")
     if T.is_minifloat(out) or node.attr("block_size", 0):
         return _quantize_float(cx, node, x, s, z, out)
-    if not T.is_float(cx.dtype(x)):
-        x = cx.cast(x, T.f32)
+    if not T.is_float(cx.dtype(x)) or T.is_minifloat(cx.dtype(x)):
+        x = cx.cast(x, T.f32)   # (a float8 input: qnn.quantize would round its storage bytes)
     return cx.op("qnn.quantize", x, _scale(cx, s), _zero_point(cx, z), axis=_axis(cx, node, x, (s, z)),
                  out_dtype=name)
 
