@@ -117,7 +117,9 @@ def random_array(shape, dtype, rng=None) -> np.ndarray:
     rng = rng if rng is not None else np.random.default_rng(0)
     dtype = np.dtype(dtype)
     extension = dtype.kind == "V"   # ml_dtypes' types are numpy void-kind extensions
-    if dtype.kind == "f" or (extension and "float" in dtype.name):
+    if dtype.kind == "f":
+        a = rng.standard_normal(shape).astype(dtype)
+    elif extension and "float" in dtype.name:
         a = rng.standard_normal(shape).astype(np.float32).astype(dtype)
     elif dtype.kind == "b":
         a = rng.integers(0, 2, shape).astype(dtype)

@@ -122,6 +122,8 @@ def test_aligned_arrays():
     assert as_aligned(a) is a
     r = random_array((2, 3), "int32")
     assert r.dtype == np.int32 and is_aligned(r)
+    # numpy's own floats are drawn in their own precision (not through f32)
+    assert np.array_equal(random_array((4,), "float64"), np.random.default_rng(0).standard_normal(4))
     import ml_dtypes   # tvm-run --random-inputs on a float8 / bfloat16 / int4 input
     for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.bfloat16, ml_dtypes.int4):
         r = random_array((50,), dt)
