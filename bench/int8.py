@@ -94,13 +94,27 @@ def bench_cnn(width, batch, repeat):
           f"int8 vs fp32: rel error {rel:.4f}, top-1 agreement {top1:.2f}; int8 alter-op-layout {stats}")
 
 
+def calibration(feeds, count):
+    """onnxruntime's CalibrationDataReader over feeds(1) .. feeds(count)."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.n = 0
+
+        def get_next(self):
+            self.n += 1
+            return feeds(self.n) if self.n <= count else None
+    return Reader()
+
+
 def qdq_model(name, size, folder, fmt="QDQ"):
     """`name` from onnx_zoo at `size`, BN folded and quantized by
     onnxruntime in format `fmt` (QDQ: QuantizeLinear / DequantizeLinear
     pairs around f32 ops; QOperator: QLinearConv, QLinearAdd, ... on the
     integers); (model, input name, output scale)."""
     import onnx
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
     from tvmd.testing import onnx_zoo
     model = getattr(onnx_zoo, name)(size=size)[0]
@@ -109,15 +123,9 @@ def qdq_model(name, size, folder, fmt="QDQ"):
     quant_pre_process(f32, pre)          # folds BN into the convs, as an exported model has them
     x_name = model.graph.input[0].name
 
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            self.n = 0
-
-        def get_next(self):
-            self.n += 1
-            return None if self.n > 8 else \
-                {x_name: np.random.default_rng(self.n).standard_normal((1, 3, size, size)).astype(np.float32)}
-    quantize_static(pre, q, Calibration(), quant_format=getattr(QuantFormat, fmt), activation_type=QuantType.QUInt8,
+    reader = calibration(lambda n: {x_name: np.random.default_rng(n).standard_normal((1, 3, size, size))
+                                    .astype(np.float32)}, 8)
+    quantize_static(pre, q, reader, quant_format=getattr(QuantFormat, fmt), activation_type=QuantType.QUInt8,
                     weight_type=QuantType.QInt8, per_channel=True)
     qm = onnx.load(q)
     inits = {i.name: onnx.numpy_helper.to_array(i) for i in qm.graph.initializer}
@@ -162,7 +170,7 @@ def bench_bert(seq, threads, repeat, how):
     import tempfile
     import onnx
     import onnxruntime as ort
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+    from onnxruntime.quantization import (QuantFormat, QuantType, quantize_dynamic,
                                           quantize_static)
     from onnxruntime.quantization.shape_inference import quant_pre_process
     from tvmd.frontend.onnx_backend import TvmdBackend
@@ -176,14 +184,6 @@ def bench_bert(seq, threads, repeat, how):
         return {i.name: rng.standard_normal([x.dim_value for x in i.type.tensor_type.shape.dim]).astype(np.float32)
                 if i.name != "mask" else np.zeros([x.dim_value for x in i.type.tensor_type.shape.dim], np.float32)
                 for i in model.graph.input}
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            self.n = 0
-
-        def get_next(self):
-            self.n += 1
-            return None if self.n > 4 else feeds(100 + self.n)
     with tempfile.TemporaryDirectory() as d:
         raw, f32, q = (os.path.join(d, f) for f in ("raw.onnx", "f32.onnx", "q.onnx"))
         onnx.save(model, raw)
@@ -191,7 +191,7 @@ def bench_bert(seq, threads, repeat, how):
         if how == "dynamic":
             quantize_dynamic(f32, q, weight_type=QuantType.QInt8)
         else:
-            quantize_static(f32, q, Calibration(), quant_format=getattr(QuantFormat, how),
+            quantize_static(f32, q, calibration(lambda n: feeds(100 + n), 4), quant_format=getattr(QuantFormat, how),
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
         q = onnx.load(q)
     inputs = feeds(3)

@@ -136,11 +136,6 @@ def default_schedule(e, outputs, target="llvm"):
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs, padded = {}, {}, {}
-    # Padded GEMMs computed whole at the root, not at their epilogue's
-    # tiles: one narrower than its one panel (MobileNet v2's 24-channel 1x1
-    # convs in a panel of 32), whose tiles would take the epilogue's 24
-    # columns (vectors of 24 lanes: shuffles, 21 GFLOP/s against 130)
-    at_root = set()
     for c in computes:
         if c.reducer is None:
             continue
@@ -158,8 +153,6 @@ def default_schedule(e, outputs, target="llvm"):
             old, (c, copy, plan) = c.results[0], rewrite
             outputs[:] = [copy if v is old else v for v in outputs]
             padded[c] = copy.type.shape
-            if copy.type.shape[-1] < plan[-1]:
-                at_root.add(c)
         if plan is not None:
             _, b_read, kind, mb, nb = plan
             pack = pack_gemm_operand(e, c, b_read, nb, kind) if kind else None
@@ -189,7 +182,12 @@ def default_schedule(e, outputs, target="llvm"):
     for c in computes:
         if c.reducer is not None and c not in outs:
             if c in gemms:
-                o = pointwise_consumer(c, computes, outs, padded.get(c)) if c not in at_root else None
+                # a padded GEMM narrower than its one panel (MobileNet v2's
+                # 24-channel 1x1 convs in a panel of 32) is computed whole at
+                # the root: at its epilogue's tiles it would take their 24
+                # columns (vectors of 24 lanes: shuffles, 21 GFLOP/s against 130)
+                narrow = c in padded and padded[c][-1] < gemms[c][1]
+                o = None if narrow else pointwise_consumer(c, computes, outs, padded.get(c))
                 if o is not None and o not in epilogue:
                     epilogue[o] = c
                 else:
