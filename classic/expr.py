@@ -14,7 +14,7 @@ What maps to what (TVM -> te dialect):
                             floordiv / floormod); floats: ``floor(a / b)``
 ``<  <= > >= == !=``        ``arith.cmpi`` / ``arith.cmpf`` (``.equal``)
 ``&``, ``|``, ``~``         ``arith.andi`` / ``ori`` / ``xori`` on ``i1``
-``tir.max/min(a, b)``       ``arith.maxsi/maximumf``, ``minsi/minimumf``
+``tir.max/min(a, b)``       ``arith.maxsi/maxui/maximumf``, ``minsi/minui/minimumf``
 ``e.astype(t)``             ``arith.sitofp``, ``extf``, ``index_cast``, ...
 ``te.exp(x)`` ...           ``te.intrin "exp"(%x)``
 ``if_then_else(c, a, b)``   ``arith.select``; reads inside a branch become

@@ -41,7 +41,7 @@ FEW = settings(max_examples=max(5, settings.default.max_examples // 10))
 INT_TYPES = ["i1", "i8", "ui8", "i32", "i64", "index"]
 FLOAT_TYPES = ["f32", "f64"]
 INT_BINARY = ["addi", "subi", "muli", "divsi", "remsi", "floordivsi", "floormodsi", "maxsi", "minsi",
-              "andi", "ori", "xori", "shli", "shrsi"]
+              "divui", "remui", "maxui", "minui", "andi", "ori", "xori", "shli", "shrsi"]
 FLOAT_BINARY = ["addf", "subf", "mulf", "divf", "remf", "maximumf", "minimumf", "powf"]
 CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 CMPF = ["oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult", "ule", "ugt", "uge"]
@@ -216,6 +216,8 @@ def undefined(name, a, b):
             w = 64 if t == "index" else int(t.lstrip("ui"))
             x, y = signed(a[k], t), signed(b[k], t)
             bad[k] = y == 0 or (x == -(1 << (w - 1)) and y == -1)
+        elif op in ("divui", "remui"):
+            bad[k] = int(b[k]) == 0   # LLVM udiv/urem by zero is UB
         elif t == "index" and op in ("addi", "subi", "muli"):
             # index arithmetic carries nsw: an overflow is poison
             x, y = int(a[k]), int(b[k])
@@ -426,6 +428,8 @@ def test_rules_on_python_ints():
     assert S.INDEX_CMP["ult"](-1, 0) is False and S.INDEX_CMP["ugt"](-1, 0) is True
     assert bool(sem["arith.addi"](np.bool_(True), np.bool_(True))) is False   # i1 add is xor
     assert int(sem["arith.maxsi"](np.uint8(200), np.uint8(1))) == 1            # ui8 200 is -56 here
+    assert int(sem["arith.maxui"](np.int8(-56), np.int8(1))) == -56            # i8 -56 is 200 here
+    assert int(sem["arith.divui"](np.int8(-2), np.int8(2))) == 127 and bool(sem["arith.minui"](True, False)) is False
     assert np.signbit(sem["arith.maximumf"](np.float32(-0.0), np.float32(0.0))) == False  # noqa: E712
     assert np.signbit(sem["arith.minimumf"](np.float32(0.0), np.float32(-0.0))) == True  # noqa: E712
 

@@ -134,11 +134,14 @@ def test_binary_unsigned(op):
     binop(op, ("4x8", "ui8"), ("8", "ui8"), inputs=[a, b])
 
 
-@pytest.mark.parametrize("op", ["maximum", "minimum", "less", "greater_equal", "add", "bitwise_and"])
+@pytest.mark.parametrize("op", ["maximum", "minimum", "less", "greater_equal", "add", "bitwise_and", "divide",
+                                "floor_divide", "floor_mod", "mod"])
 def test_binary_uint64(op):
-    # compares as unsigned without widening: values past 2**63
+    # compares and divides as unsigned without widening: values past 2**63
     a = np.array([2 ** 64 - 1, 2 ** 63, 5, 0, 2 ** 63 - 1, 7], np.uint64)
-    b = np.array([1, 2 ** 63 + 1, 2 ** 63, 0, 2 ** 63, 7], np.uint64)
+    b = np.array([1, 2 ** 63 + 1, 2 ** 63, 3, 2 ** 63, 7], np.uint64)
+    if op == "divide":
+        b = np.array([3, 2 ** 62 + 1, 2 ** 63, 3, 2 ** 61, 7], np.uint64)
     binop(op, ("6", "ui64"), ("6", "ui64"), inputs=[a, b])
 
 
@@ -311,7 +314,7 @@ def test_fused_chain():
 
 # -- what has no TE compute: a diagnostic at the op -------------------------------------------
 
-@pytest.mark.parametrize("op,dtype", [("divide", "ui64"), ("right_shift", "ui64"), ("subtract", "i1"),
+@pytest.mark.parametrize("op,dtype", [("right_shift", "ui64"), ("subtract", "i1"),
                                       ("divide", "i1")])
 def test_unsupported_is_a_diagnostic(op, dtype):
     m = parse_module(prim([("a", ty("4", dtype)), ("b", ty("4", dtype))], [f"%r = {op}(%a, %b)"]))

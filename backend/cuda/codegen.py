@@ -97,10 +97,12 @@ _MATH = {  # tir intrinsic -> (float, double) function
     "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
 }
 _BINARY = {A.AddIOp: "+", A.SubIOp: "-", A.MulIOp: "*", A.DivSIOp: "/", A.RemSIOp: "%",
+           A.DivUIOp: "/", A.RemUIOp: "%",
            A.AndIOp: "&", A.OrIOp: "|", A.XOrIOp: "^",
            A.AddFOp: "+", A.SubFOp: "-", A.MulFOp: "*", A.DivFOp: "/"}
 _CALL2 = {A.FloorDivSIOp: "tvmd_floordiv", A.FloorModSIOp: "tvmd_floormod",
-          A.MaxSIOp: "tvmd_max", A.MinSIOp: "tvmd_min", A.MaximumFOp: "tvmd_fmax",
+          A.MaxSIOp: "tvmd_max", A.MinSIOp: "tvmd_min", A.MaxUIOp: "tvmd_max", A.MinUIOp: "tvmd_min",
+          A.MaximumFOp: "tvmd_fmax",
           A.MinimumFOp: "tvmd_fmin", A.ShLIOp: "tvmd_shl", A.ShRSIOp: "tvmd_shr"}
 # i1 arithmetic is modulo 2: add and sub are xor, mul is and; shli by 1 clears
 # the bit, shrsi fills with the bit itself (true is -1)
@@ -110,6 +112,8 @@ _BOOL_BINARY = {A.AddIOp: "({0} != {1})", A.SubIOp: "({0} != {1})", A.MulIOp: "(
 # on i1 and uiN, whose C types are bool and unsigned, C would read them unsigned
 _READS_SIGNED = (A.DivSIOp, A.RemSIOp, A.FloorDivSIOp, A.FloorModSIOp, A.MaxSIOp, A.MinSIOp, A.ShRSIOp)
 _SIGNED = {u: s for s, u in _UNSIGNED.items() if s != "bool"}
+# and the ones that read them as unsigned: on signed C types C would read them signed
+_READS_UNSIGNED = (A.DivUIOp, A.RemUIOp, A.MaxUIOp, A.MinUIOp)
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 THREAD_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -365,6 +369,11 @@ class KernelCodegen:
                 return f"({a[0]} {_CMP[op.attributes['predicate'][-2:]]} {a[1]})"
             sexpr = f"{_CALL2[cls]}({a[0]}, {a[1]})" if cls in _CALL2 else f"({a[0]} {_BINARY[cls]} {a[1]})"
             return f"((bool)(({sexpr}) & 1))" if et is T.i1 else f"(({c_type(et)}){sexpr})"
+        if cls in _READS_UNSIGNED and et is not T.i1 and c_type(et) in _UNSIGNED:
+            ut = _UNSIGNED[c_type(et)]
+            a = [f"(({ut}){x})" for x in a]
+            sexpr = f"{_CALL2[cls]}({a[0]}, {a[1]})" if cls in _CALL2 else f"({a[0]} {_BINARY[cls]} {a[1]})"
+            return f"(({c_type(et)}){sexpr})"
         if cls in _BINARY:
             expr = f"({a[0]} {_BINARY[cls]} {a[1]})"
         elif cls in _CALL2:

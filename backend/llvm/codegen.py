@@ -112,13 +112,15 @@ _CMPF = {"oeq": ("o", "=="), "one": ("o", "!="), "olt": ("o", "<"), "ole": ("o",
          "oge": ("o", ">="), "ueq": ("u", "=="), "une": ("u", "!="), "ult": ("u", "<"), "ule": ("u", "<="),
          "ugt": ("u", ">"), "uge": ("u", ">=")}
 _INT_BINARY = {A.AddIOp: "add", A.SubIOp: "sub", A.MulIOp: "mul", A.DivSIOp: "sdiv", A.RemSIOp: "srem",
+               A.DivUIOp: "udiv", A.RemUIOp: "urem",
                A.AndIOp: "and_", A.OrIOp: "or_", A.XOrIOp: "xor"}
 _NSW = (A.AddIOp, A.SubIOp, A.MulIOp)   # index arithmetic does not wrap
 _FLOAT_BINARY = {A.AddFOp: "fadd", A.SubFOp: "fsub", A.MulFOp: "fmul", A.DivFOp: "fdiv", A.RemFOp: "frem"}
 # ``contract`` lets LLVM fuse a multiply feeding an add into one fma (one
 # rounding instead of two: never less accurate); no other fast-math flag.
 _CONTRACTABLE = (A.AddFOp, A.SubFOp, A.MulFOp)
-_INTRINSIC_BINARY = {A.MaxSIOp: "llvm.smax", A.MinSIOp: "llvm.smin", A.MaximumFOp: "llvm.maximum",
+_INTRINSIC_BINARY = {A.MaxSIOp: "llvm.smax", A.MinSIOp: "llvm.smin", A.MaxUIOp: "llvm.umax", A.MinUIOp: "llvm.umin",
+                     A.MaximumFOp: "llvm.maximum",
                      A.MinimumFOp: "llvm.minimum"}
 _INT_CASTS = (A.IndexCastOp, A.ExtSIOp, A.ExtUIOp, A.TruncIOp)
 # float ops that bf16 operands run in f32 (CodeGen.arith)

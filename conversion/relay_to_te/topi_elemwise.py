@@ -116,20 +116,15 @@ def convert(e, v, to):
 
 
 def maxmin(e, op, kind, a, b):
-    """max or min; NaN-propagating on floats."""
-    if is_unsigned(a.type):
-        return e.select(compare(e, "gt" if kind == "max" else "lt", a, b), a, b)
+    """max or min; NaN-propagating on floats, unsigned on uiN and i1."""
     return e.binary(kind, a, b)
 
 
 def int_div(e, op, kind, a, b):
     """divide (toward zero), mod (remainder of it), floor_divide, floor_mod on integers."""
     t = a.type
-    if is_unsigned(t):
-        # non-negative operands: truncating and flooring agree
-        name = "arith.divsi" if kind in ("div", "floordiv") else "arith.remsi"
-        w = wide_type(op, t)
-        return narrow(e, e.op(name, [widen(e, op, a), widen(e, op, b)], [w]), t)
+    if is_unsigned(t):   # truncating and flooring agree
+        return e.op("arith.divui" if kind in ("div", "floordiv") else "arith.remui", [a, b], [t])
     name = {"div": "arith.divsi", "mod": "arith.remsi", "floordiv": "arith.floordivsi",
             "floormod": "arith.floormodsi"}[kind]
     return e.op(name, [a, b], [t])

@@ -111,10 +111,6 @@ def simple(e, op, args):
     name = stage_name(op, "T_" + kind)
     if et is T.i1:
         return bool_reduce(e, op, x, _BOOL[kind])
-    if kind in ("max", "min") and ew.is_unsigned(et):
-        w = ew.wide_type(op, et)
-        s = reduce_stage(e, op, x, kind, lambda e, v, *_: ew.convert(e, v, w), w, name + "_wide")
-        return pointwise(e, op, [s], lambda e, v: ew.convert(e, v, et), et, name)
     return reduce_stage(e, op, x, kind, lambda e, v, *_: v, et, name)
 
 
@@ -204,11 +200,7 @@ def argreduce(e, op, args):
     name = stage_name(op, "T_" + op.op_name)
     shape = tuple(x.type.shape)
     axes = op.reduce_axes(len(shape))
-    vt = ew.wide_type(op, xt) if ew.is_unsigned(xt) else xt
-
-    def value(e, v, *_):
-        return ew.convert(e, v, vt)
-    m = reduce_stage(e, op, x, kind, value, vt, name + "_" + kind)
+    m = reduce_stage(e, op, x, kind, lambda e, v, *_: v, xt, name + "_" + kind)
     strides, acc = {}, 1
     for d in reversed(axes):
         strides[d] = acc
@@ -218,12 +210,11 @@ def argreduce(e, op, args):
     none = reducer_identity(pick, T.i32)
 
     def index(e, v, full, out):
-        v = ew.convert(e, v, vt)
         flat = 0
         for d in axes:
             flat = e.add(flat, e.mul(full[d], strides[d]))
         hit = ew.compare(e, "eq", v, e.read(m, out))
-        if T.is_float(vt):
+        if T.is_float(xt):
             hit = e.op("arith.ori", [hit, ew.compare(e, "ne", v, v)], [T.i1])
         fi = e.const(flat, T.i32) if isinstance(flat, int) else e.cast(flat, T.i32)
         return e.select(hit, fi, e.const(none, T.i32))

@@ -97,6 +97,10 @@ FloorDivSIOp = _binary("FloorDivSIOp", "arith.floordivsi", False)
 FloorModSIOp = _binary("FloorModSIOp", "arith.floormodsi", False)
 MaxSIOp = _binary("MaxSIOp", "arith.maxsi", False, True)
 MinSIOp = _binary("MinSIOp", "arith.minsi", False, True)
+DivUIOp = _binary("DivUIOp", "arith.divui", False)
+RemUIOp = _binary("RemUIOp", "arith.remui", False)
+MaxUIOp = _binary("MaxUIOp", "arith.maxui", False, True)
+MinUIOp = _binary("MinUIOp", "arith.minui", False, True)
 AndIOp = _binary("AndIOp", "arith.andi", False, True)
 OrIOp = _binary("OrIOp", "arith.ori", False, True)
 XOrIOp = _binary("XOrIOp", "arith.xori", False, True)
@@ -318,8 +322,15 @@ CAST_OPS = [IndexCastOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp, ExtFOp, TruncFO
 
 
 def binary_for(kind: str, t) -> type:
-    """The arith op class for `kind` (add, sub, mul, div, max, min, ...) on type `t`."""
-    fl = T.is_float(T.element_type(t))
+    """The arith op class for `kind` (add, sub, mul, div, max, min, ...) on
+    type `t`: on ``uiN`` and ``i1`` the ones that read the bits as unsigned
+    (floor and truncating division agree there)."""
+    et = T.element_type(t)
+    fl = T.is_float(et)
+    if et is T.i1 or (isinstance(et, T.IntegerType) and et.unsigned):
+        unsigned = {"div": DivUIOp, "floordiv": DivUIOp, "floormod": RemUIOp, "max": MaxUIOp, "min": MinUIOp}
+        if kind in unsigned:
+            return unsigned[kind]
     table = {
         "add": (AddFOp, AddIOp), "sub": (SubFOp, SubIOp), "mul": (MulFOp, MulIOp),
         "div": (DivFOp, FloorDivSIOp), "max": (MaximumFOp, MaxSIOp), "min": (MinimumFOp, MinSIOp),

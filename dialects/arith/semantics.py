@@ -36,8 +36,10 @@ Integers are signless bit patterns of their width (MLIR's model); the
   leaves such ops alone.
 * ``maxsi minsi divsi remsi floordivsi floormodsi shrsi`` and the signed
   ``cmpi`` predicates read the bits as signed two's complement (a ``ui8``
-  200 is -56; an ``i1`` true is -1); the ``cmpi`` predicates ``ult ule ugt
-  uge`` read them as unsigned (-1 is 2^width - 1).
+  200 is -56; an ``i1`` true is -1); ``maxui minui divui remui`` and the
+  ``cmpi`` predicates ``ult ule ugt uge`` read them as unsigned (-1 is
+  2^width - 1; an ``i1`` true is 1, so ``maxui``/``minui`` are or/and).
+  The te builder picks the unsigned forms for ``uiN`` and ``i1`` values.
 * shifts follow numpy (docs/targets.md "integer semantics"): the amount is
   read as unsigned; an amount of at least the width (a negative one
   included) gives 0 for ``shli`` and the sign fill (0 or -1) for ``shrsi``.
@@ -218,6 +220,24 @@ class IntBinary:
         return self
 
 
+class UIntBinary(IntBinary):
+    """An integer binary op whose `core` takes unsigned operands of one width."""
+
+    __slots__ = ()
+
+    def __call__(self, a, b):
+        a = np.asarray(a)
+        dt = a.dtype
+        if dt.kind == "u":
+            return self.core(a, np.asarray(b, dt))
+        return _to_bits(self.core(_unsigned(a), _unsigned(np.asarray(b, dt))), dt)
+
+    def for_type(self, t):
+        if isinstance(t, T.IntegerType) and t.unsigned:
+            return self.core
+        return self
+
+
 def _fmax(a, b):
     r = np.maximum(a, b)
     z = (np.asarray(a) == 0) & (np.asarray(b) == 0)
@@ -279,6 +299,10 @@ BINARY = {r.name: r for r in [
     _I("arith.floormodsi", _ufunc("remainder"), operator.mod, division=True),
     _I("arith.maxsi", _ufunc("maximum"), max),
     _I("arith.minsi", _ufunc("minimum"), min),
+    UIntBinary("arith.divui", _ufunc("floor_divide"), None, division=True),
+    UIntBinary("arith.remui", _ufunc("remainder"), None, division=True),
+    UIntBinary("arith.maxui", _ufunc("maximum"), None),
+    UIntBinary("arith.minui", _ufunc("minimum"), None),
     _I("arith.andi", _ufunc("bitwise_and"), operator.and_, boolean=operator.and_),
     _I("arith.ori", _ufunc("bitwise_or"), operator.or_, boolean=operator.or_),
     _I("arith.xori", _ufunc("bitwise_xor"), operator.xor, boolean=operator.xor),
@@ -302,12 +326,12 @@ def negf(a):
 def is_undefined(sem, a, b, t) -> bool:
     """Whether binary op semantics `sem` on the integers a, b (Python ints or
     numpy scalars) of type `t` is undefined behaviour: an integer division
-    by zero, or INT_MIN / -1 in the type's width."""
+    by zero, or INT_MIN / -1 in the type's width (signed division only)."""
     if not sem.division:
         return False
     a, b = int(a), int(b)
-    if b == 0:
-        return True
+    if b == 0 or isinstance(sem, UIntBinary):
+        return b == 0
     w = INDEX_BITS if t is T.index else t.width
     m = (1 << w) - 1
     return b & m == m and a & m == 1 << (w - 1)    # b is -1, a is INT_MIN
