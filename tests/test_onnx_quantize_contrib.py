@@ -138,9 +138,9 @@ def test_a_qoperator_resnet_runs_on_int8_and_equals_onnxruntime(tmp_path):
     """ResNet-18 (small) quantized by onnxruntime in the QOperator format:
     QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm.  Its 20 convs
     and the classifier are integer products (packed for vpdpbusd where
-    the CPU has VNNI); the output is onnxruntime's within a few steps
-    (its QLinearAdd rounds its own way, and a step differs here and there
-    through the layers)."""
+    the CPU has VNNI); the output is onnxruntime's: within one step (a
+    requantization tie may round the other way), equal nearly everywhere.
+    Its MaxPool runs on uint8: read as signed, values past 127 lost."""
     qm, name = qdq_resnet(tmp_path, fmt="QOperator")
     ops = {n.op_type for n in qm.graph.node}
     assert {"QLinearConv", "QLinearAdd", "QGemm"} <= ops, ops
@@ -160,7 +160,8 @@ def test_a_qoperator_resnet_runs_on_int8_and_equals_onnxruntime(tmp_path):
     sess = ort.InferenceSession(qm.SerializeToString(), providers=["CPUExecutionProvider"])
     for seed in range(2):
         x = np.random.default_rng(100 + seed).standard_normal((1, 3, 32, 32)).astype(np.float32)
-        np.testing.assert_allclose(cm.run(x), sess.run(None, {name: x})[0], rtol=0, atol=4.01 * step)
+        steps = np.abs(cm.run(x) - sess.run(None, {name: x})[0]) / step
+        assert steps.max() <= 1.01 and np.mean(steps < 0.01) >= 0.99, (steps.max(), np.mean(steps < 0.01))
 
 
 def test_quantize_linear_of_a_float8_input():
