@@ -41,7 +41,7 @@ FEW = settings(max_examples=max(5, settings.default.max_examples // 10))
 INT_TYPES = ["i1", "i8", "ui8", "i32", "i64", "index"]
 FLOAT_TYPES = ["f32", "f64"]
 INT_BINARY = ["addi", "subi", "muli", "divsi", "remsi", "floordivsi", "floormodsi", "maxsi", "minsi",
-              "divui", "remui", "maxui", "minui", "andi", "ori", "xori", "shli", "shrsi"]
+              "divui", "remui", "maxui", "minui", "shrui", "andi", "ori", "xori", "shli", "shrsi"]
 FLOAT_BINARY = ["addf", "subf", "mulf", "divf", "remf", "maximumf", "minimumf", "powf"]
 CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 CMPF = ["oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult", "ule", "ugt", "uge"]

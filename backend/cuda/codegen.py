@@ -103,17 +103,19 @@ _BINARY = {A.AddIOp: "+", A.SubIOp: "-", A.MulIOp: "*", A.DivSIOp: "/", A.RemSIO
 _CALL2 = {A.FloorDivSIOp: "tvmd_floordiv", A.FloorModSIOp: "tvmd_floormod",
           A.MaxSIOp: "tvmd_max", A.MinSIOp: "tvmd_min", A.MaxUIOp: "tvmd_max", A.MinUIOp: "tvmd_min",
           A.MaximumFOp: "tvmd_fmax",
-          A.MinimumFOp: "tvmd_fmin", A.ShLIOp: "tvmd_shl", A.ShRSIOp: "tvmd_shr"}
+          A.MinimumFOp: "tvmd_fmin", A.ShLIOp: "tvmd_shl", A.ShRSIOp: "tvmd_shr",
+          A.ShRUIOp: "tvmd_shr"}
 # i1 arithmetic is modulo 2: add and sub are xor, mul is and; shli by 1 clears
 # the bit, shrsi fills with the bit itself (true is -1)
 _BOOL_BINARY = {A.AddIOp: "({0} != {1})", A.SubIOp: "({0} != {1})", A.MulIOp: "({0} && {1})",
-                A.ShLIOp: "({0} && !{1})", A.ShRSIOp: "({0})"}
+                A.ShLIOp: "({0} && !{1})", A.ShRSIOp: "({0})",
+                A.ShRUIOp: "({0} && !{1})"}
 # ops that read their operands' bits as signed (dialects/arith/semantics.py):
 # on i1 and uiN, whose C types are bool and unsigned, C would read them unsigned
 _READS_SIGNED = (A.DivSIOp, A.RemSIOp, A.FloorDivSIOp, A.FloorModSIOp, A.MaxSIOp, A.MinSIOp, A.ShRSIOp)
 _SIGNED = {u: s for s, u in _UNSIGNED.items() if s != "bool"}
 # and the ones that read them as unsigned: on signed C types C would read them signed
-_READS_UNSIGNED = (A.DivUIOp, A.RemUIOp, A.MaxUIOp, A.MinUIOp)
+_READS_UNSIGNED = (A.DivUIOp, A.RemUIOp, A.MaxUIOp, A.MinUIOp, A.ShRUIOp)
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 THREAD_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")

@@ -343,8 +343,8 @@ class FuncCodegen:
                 out = self.truncf_bf16(out, llvm_type(rt))
             self.values[r] = out
             return
-        if cls is A.ShLIOp or cls is A.ShRSIOp:
-            out = self.shift(cls is A.ShRSIOp, *args)
+        if cls in (A.ShLIOp, A.ShRSIOp, A.ShRUIOp):
+            out = self.shift(cls, *args)
         elif cls in _INT_BINARY:
             out = getattr(b, _INT_BINARY[cls])(*args)
             if rt is T.index and cls in _NSW:
@@ -393,20 +393,21 @@ class FuncCodegen:
         kind, pred = _CMPF[op.attributes["predicate"]]
         return (b.fcmp_ordered if kind == "o" else b.fcmp_unordered)(pred, *args)
 
-    def shift(self, right, a, n):
+    def shift(self, cls, a, n):
         """numpy's shifts: the amount is read as unsigned, and one of at least
-        the bit width (a negative one included) gives 0 (shl) or the sign fill
-        (ashr).  LLVM's shl/ashr are poison there, so the amount is clamped to
-        width - 1 first: that is already the sign fill for ashr; shl then
-        selects 0."""
+        the bit width (a negative one included) gives 0 (shl, lshr) or the
+        sign fill (ashr).  LLVM's shifts are poison there, so the amount is
+        clamped to width - 1 first: that is already the sign fill for ashr;
+        shl and lshr then select 0."""
         b = self.b
         t = a.type
         width = (t.element if isinstance(t, ir.VectorType) else t).width
         ok = b.icmp_unsigned("<", n, self._splat(a, width))
         amount = b.select(ok, n, self._splat(a, width - 1))
-        if right:
+        if cls is A.ShRSIOp:
             return b.ashr(a, amount)
-        return b.select(ok, b.shl(a, amount), self._splat(a, 0))
+        shifted = b.lshr(a, amount) if cls is A.ShRUIOp else b.shl(a, amount)
+        return b.select(ok, shifted, self._splat(a, 0))
 
     def _splat(self, like, value):
         t = like.type

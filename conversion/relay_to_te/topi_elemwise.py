@@ -47,19 +47,6 @@ def is_unsigned(t):
     return t is T.i1 or (isinstance(t, T.IntegerType) and t.unsigned)
 
 
-def wide_type(op, t):
-    """The signed type that holds every value of unsigned `t`."""
-    w = 8 if t is T.i1 else 2 * t.width
-    if w > 64:
-        raise op.error(f"'{op.op_name}' on {t} has no TE compute (no wider signed type)")
-    return T.IntegerType(w)
-
-
-def widen(e, op, v):
-    """An unsigned scalar zero-extended into a wider signed type."""
-    return e.op("arith.extui", [v], [wide_type(op, v.type)])
-
-
 def narrow(e, v, t):
     return e.op("arith.trunci", [v], [t])
 
@@ -226,10 +213,7 @@ def _small_exponent(b):
 
 def _right_shift(e, op, a, b):
     t = a.type
-    if is_unsigned(t):
-        w = wide_type(op, t)
-        return narrow(e, e.op("arith.shrsi", [widen(e, op, a), widen(e, op, b)], [w]), t)
-    return e.op("arith.shrsi", [a, b], [t])
+    return e.op("arith.shrui" if is_unsigned(t) else "arith.shrsi", [a, b], [t])
 
 
 def _int_op(name):

@@ -193,7 +193,6 @@ def variance(e, op, args):
 
 @strategy("argmax", "argmin")
 def argreduce(e, op, args):
-    t = out_type(op)
     x = args[0]
     xt = x.type.element_type
     kind = "max" if isinstance(op, ArgmaxOp) else "min"

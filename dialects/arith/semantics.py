@@ -38,11 +38,13 @@ Integers are signless bit patterns of their width (MLIR's model); the
   ``cmpi`` predicates read the bits as signed two's complement (a ``ui8``
   200 is -56; an ``i1`` true is -1); ``maxui minui divui remui`` and the
   ``cmpi`` predicates ``ult ule ugt uge`` read them as unsigned (-1 is
-  2^width - 1; an ``i1`` true is 1, so ``maxui``/``minui`` are or/and).
+  2^width - 1; an ``i1`` true is 1, so ``maxui``/``minui`` are or/and), and
+  ``shrui`` shifts them in logically (zero fill).
   The te builder picks the unsigned forms for ``uiN`` and ``i1`` values.
 * shifts follow numpy (docs/targets.md "integer semantics"): the amount is
   read as unsigned; an amount of at least the width (a negative one
-  included) gives 0 for ``shli`` and the sign fill (0 or -1) for ``shrsi``.
+  included) gives 0 for ``shli`` and ``shrui`` and the sign fill (0 or -1)
+  for ``shrsi``.
   ``shli`` wraps (no ``nsw``), also on ``index``.
 * casts between integers (``index_cast extsi extui trunci``) and from
   integers to floats (``sitofp uitofp``): the source is read as unsigned
@@ -303,6 +305,7 @@ BINARY = {r.name: r for r in [
     UIntBinary("arith.remui", _ufunc("remainder"), None, division=True),
     UIntBinary("arith.maxui", _ufunc("maximum"), None),
     UIntBinary("arith.minui", _ufunc("minimum"), None),
+    UIntBinary("arith.shrui", _shr, None),
     _I("arith.andi", _ufunc("bitwise_and"), operator.and_, boolean=operator.and_),
     _I("arith.ori", _ufunc("bitwise_or"), operator.or_, boolean=operator.or_),
     _I("arith.xori", _ufunc("bitwise_xor"), operator.xor, boolean=operator.xor),
