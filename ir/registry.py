@@ -69,6 +69,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "fold-scale-axis": ("tvmd.dialects.relay.passes.fold_scale_axis", "FoldScaleAxis"),
     "fuse-attention": ("tvmd.dialects.relay.passes.fuse_attention", "FuseAttention"),
     "to-mixed-precision": ("tvmd.dialects.relay.passes.to_mixed_precision", "ToMixedPrecision"),
+    "accumulate-in-float32": ("tvmd.dialects.relay.passes.accumulate_in_float32", "AccumulateInFloat32"),
     "quantize": ("tvmd.dialects.relay.passes.quantize", "Quantize"),
     "quantize-weights": ("tvmd.dialects.relay.passes.quantize_weights", "QuantizeWeights"),
     "fake-quantization-to-integer": ("tvmd.dialects.relay.passes.fake_quantization_to_integer",

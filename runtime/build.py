@@ -167,7 +167,8 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
     """The -O<opt_level> preset; with `mixed_precision` ("bfloat16" or
     "float16"), to-mixed-precision and a fold-constant before fuse-ops
     (after the graph simplifications and fuse-attention, whose patterns
-    are float32); for llvm at -O3, then, before fuse-ops (where
+    are float32); at every level, accumulate-in-float32 before fuse-ops
+    (float16 / bfloat16 products sum in float32); for llvm at -O3, then, before fuse-ops (where
     relay.build runs AlterOpLayout, at 3): convs converted to
     LLVM_CONV_LAYOUT (the weights' transforms folded), then alter-op-layout
     (constant dense weights transposed for the GEMM schedule; bf16 ones
@@ -187,6 +188,10 @@ def graph_pipeline(opt_level, target="llvm", disabled_passes=(), mixed_precision
             raise ValueError(f"mixed_precision is 'bfloat16' or 'float16', not {mixed_precision!r}")
         names[at:at] = [f"to-mixed-precision{{dtype={mixed_precision}}}", "fold-constant"]
         at += 2
+    # float16 / bfloat16 products sum in float32 at every level: in their
+    # own type they round at every multiply-add
+    names[at:at] = ["accumulate-in-float32"]
+    at += 1
     llvm = str(target).split()[0] == "llvm"
     if opt_level >= 3 and llvm:
         # a QDQ model's products on its int8 values: after a fold-constant
