@@ -12,6 +12,8 @@ the buffer's shape changes::
 
 from __future__ import annotations
 
+import math
+
 from ...ir import types as T
 from ...ir.attributes import UNIT
 
@@ -26,10 +28,16 @@ def padded_shape(st, shape):
     inner = 1
     for n in shape[a + 2:]:
         inner *= n
-    for row in range(shape[a + 1], shape[a + 1] + f + 1):
-        if (row * inner) % f == o:
-            shape[a + 1] = row
-            return shape
+    # row * inner = o (mod f): with g = gcd(inner, f), solvable when g | o,
+    # and then row = (o / g) * (inner / g)^-1 modulo f / g (no search: the
+    # factor may be 2^32)
+    g = math.gcd(inner, f)
+    if o % g == 0:
+        step = f // g
+        first = (o // g) * pow(inner // g, -1, step) % step if step > 1 else 0
+        start = shape[a + 1]
+        shape[a + 1] = start + (first - start) % step
+        return shape
     op = st.storage_ops[-1]
     raise op.error(f"no row length makes the stride of dimension {a} equal {o} modulo {f} "
                    f"(the rows below it hold {inner} element(s) each)")

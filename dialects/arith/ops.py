@@ -315,7 +315,8 @@ TruncIOp = _cast("TruncIOp", "arith.trunci", lambda s, d: T.is_int(s) and T.is_i
 # the same bits read as another type of one width (bf16 <-> i16, f32 <-> i32):
 # how a kernel packs bf16 values into the i32 words of a dot product
 BitcastOp = _cast("BitcastOp", "arith.bitcast", lambda s, d: s is not d and s is not T.index and
-                  d is not T.index and s.bitwidth == d.bitwidth)
+                  d is not T.index and getattr(s, "bitwidth", None) is not None
+                  and s.bitwidth == getattr(d, "bitwidth", None))
 
 CAST_OPS = [IndexCastOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp, ExtFOp, TruncFOp, ExtSIOp, ExtUIOp, TruncIOp,
             BitcastOp]

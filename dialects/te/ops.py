@@ -369,6 +369,16 @@ class ReadOp(Operation):
             raise self.error(f"result type {self.results[0].type} is not the element type {t.element_type}")
         if self.guarded and self.operands[-1].type is not T.i1:
             raise self.error(f"guard must be i1, got {self.operands[-1].type}")
+        if self.guarded:   # the else value becomes a constant of the element type
+            ev, et = float(self.attributes["else_value"]), t.element_type
+            if T.is_float(et):
+                bad = T.float_range_error(ev, et)
+                if bad is not None:
+                    raise self.error(f"else value: {bad}")
+            elif T.is_int(et):
+                lo, hi = T.int_range(et, canonical=True)
+                if not (ev.is_integer() and lo <= ev <= hi):
+                    raise self.error(f"else value {ev!r} is not an integer {et} holds ({lo} .. {hi})")
 
     def print_custom(self, p):
         from ...ir.attributes import print_attr

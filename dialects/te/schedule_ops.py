@@ -71,6 +71,10 @@ def stage_axis_count(v, at=None) -> int:
         return d.results[0].type.rank
     if isinstance(d, CacheWriteOp):
         return stage_axis_count(d.operands[0], d)
+    if not isinstance(d, RFactorOp) or len(d.operands) != 2 or not is_stage(d.operands[0]):
+        # a malformed stage op: its own verifier says what is wrong with it
+        raise (d if d is not None else v.owner.parent_op).error("expected a stage (a te.compute result or the result of a stage op) "
+                                       "and, for te.rfactor, a stage and an axis")
     # rfactor: one more spatial axis; the factored reduce axis goes unless it
     # was one part of a split (the other part stays a reduce axis)
     src = d.operands[0]

@@ -75,11 +75,14 @@ def dims_problem(dims) -> str | None:
     static = [d for d in dims if isinstance(d, int)]
     if any(d < 0 for d in static):
         return f"has a negative dimension in {_dims_text(dims)}"
-    n = 1
+    n = nonzero = 1
     for d in static:
         n *= d
+        nonzero *= d or 1
     if n > INT64_MAX:
         return f"has dims {_dims_text(dims)}: {n} elements, more than int64 can count"
+    if nonzero * 16 > INT64_MAX:   # numpy refuses such a shape even with a 0 in it (16: its widest item)
+        return f"has dims {_dims_text(dims)}: the nonzero ones multiply to {nonzero}, more than an array can index"
     return None
 
 

@@ -34,7 +34,7 @@ from ....ir import types as T
 from ....ir.attrkinds import BOOL, INT, STR, enum, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
-from .base import OpPattern, RelayOp, tensor_type
+from .base import MAX_RANK, OpPattern, RelayOp, tensor_type
 from .util import dtype_attr, int_tensor, norm_axis, onnx_reshape, scalar_like
 
 np = lazy_module("numpy")
@@ -53,6 +53,8 @@ class DynReshapeOp(RelayOp):
         int_tensor(self, s, "newshape")
         if s.rank != 1 or s.shape[0] is None:
             raise self.error(f"expects a 1-d newshape of static length (the result's rank), got {s}")
+        if s.shape[0] > MAX_RANK:
+            raise self.error(f"newshape has {s.shape[0]} values: the result's rank would be above {MAX_RANK}")
         return T.TensorType((None,) * s.shape[0], x.element_type)
 
     def compute(self, x, s):
