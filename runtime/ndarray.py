@@ -112,8 +112,9 @@ def available_memory():
 
 
 def random_array(shape, dtype, rng=None) -> np.ndarray:
-    """Test data: normal floats, small integers, random booleans (ml_dtypes'
-    bfloat16 / float8 / float4 from f32 normals, its int4 / int2 from 0-3)."""
+    """Test data: normal floats, small integers, random booleans, strings of
+    one digit (ml_dtypes' bfloat16 / float8 / float4 from f32 normals, its
+    int4 / int2 from 0-3)."""
     rng = rng if rng is not None else np.random.default_rng(0)
     dtype = np.dtype(dtype)
     extension = dtype.kind == "V"   # ml_dtypes' types are numpy void-kind extensions
@@ -127,6 +128,8 @@ def random_array(shape, dtype, rng=None) -> np.ndarray:
         a = rng.integers(0, 10, shape).astype(dtype)
     elif extension and "int" in dtype.name:
         a = rng.integers(0, 4, shape).astype(dtype)
+    elif dtype.kind == "O":   # string tensors (the interpreter holds them as objects)
+        return rng.integers(0, 10, shape).astype(str).astype(object)
     else:
         raise TypeError(f"no random data for dtype {dtype}")
     return as_aligned(np.ascontiguousarray(a))

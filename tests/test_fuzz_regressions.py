@@ -272,3 +272,58 @@ def test_onnx_initializer_numpy_cannot_shape(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "internal error" not in err and "Traceback" not in err, err
     assert "the nonzero ones multiply to" in err, err
+
+
+# -- campaign of seed 2026 (64,932 mutants) --------------------------------------------------
+
+def test_reducer_identity_its_type_cannot_hold_is_located(tmp_path, capsys):
+    # 2^160 as an i32 identity once reached arith.constant: an internal error
+    text = """te.reducer @bitor(%acc: i32, %x: i32) identity 0x10000000000000000000000000000000000000000 {
+  %o = arith.ori %acc, %x : i32
+  yield %o
+}
+te.func @any_bits(%A: tensor<2x5xi32>) -> tensor<2xi32> {
+  %R = te.compute [%i] reduce [%k: 5] @bitor : tensor<2xi32> {
+    %a = te.read %A[%i, %k] : i32
+    yield %a
+  }
+  return %R
+}
+"""
+    assert_located(*run_opt(tmp_path, capsys, text, "--apply-schedule", name="in.te"), "is not an integer i32 holds")
+
+
+@pytest.mark.parametrize("src,dst", [("float16", "bfloat16"), ("bfloat16", "float16"),
+                                     ("float8_e5m2fnuz", "float8_e5m2"), ("float8_e4m3fn", "float8_e5m2")])
+def test_cast_between_float_formats_of_one_width(src, dst):
+    # once arith.truncf between types of one width: IR that did not verify (or LLVM IR that did not)
+    import ml_dtypes
+    import numpy as np
+    from tvmd.runtime.build import build
+    names = {"float16": "f16", "bfloat16": "bf16", "float8_e5m2fnuz": "f8E5M2FNUZ", "float8_e5m2": "f8E5M2",
+             "float8_e4m3fn": "f8E4M3FN"}
+    st, dt = names[src], names[dst]
+    m = (f"relay.func @main(%x: tensor<8x{st}>) -> tensor<8x{dt}> {{\n"
+         f"  %d = cast(%x) {{dtype = \"{dst}\"}} : tensor<8x{dt}>\n  return %d\n}}\n")
+    x = np.array([0.0, -0.5, 1.0, 3.0, -7.5, 0.125, 12.0, -2.0], np.float32)
+    cm = build(m, progress=False, fallback=False)
+    src_np = np.dtype(getattr(ml_dtypes, src, None) or src)
+    dst_np = np.dtype(getattr(ml_dtypes, dst, None) or dst)
+    xs = x.astype(src_np)
+    arg = xs.view(np.uint16) if src == "bfloat16" else xs
+    got = np.asarray(cm.run(arg))
+    if dst == "bfloat16":
+        got = got.view(ml_dtypes.bfloat16)
+    want = xs.astype(np.float32).astype(dst_np)   # exactly representable: no double rounding
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def test_tvm_run_random_string_inputs(tmp_path, capsys):
+    # --random-inputs on a string input once raised TypeError (no random data for dtype object)
+    from tvmd.tools import run_main
+    p = tmp_path / "in.relay"
+    p.write_text('relay.func @main(%s: tensor<3xstring>) -> tensor<3xstring> {\n  return %s\n}\n')
+    rc = run_main.main([str(p), "--random-inputs"])
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert rc == 0, err

@@ -213,6 +213,8 @@ class Emitter:
         if src is to:
             return v
         if T.is_float(src) and T.is_float(to):
+            if to.width == src.width:   # another format of one width (f16 / bf16, the float8s): through f32
+                v, src = self.op("arith.extf", [v], [T.f32]), T.f32
             name = "arith.extf" if to.width > src.width else "arith.truncf"
         elif T.is_float(to):
             name = "arith.uitofp" if getattr(src, "unsigned", False) else "arith.sitofp"

@@ -120,6 +120,15 @@ class ReducerOp(Operation):
         v = self.attributes["identity"]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.error(f"identity must be a number, got {v!r}")
+        t = args[0].type   # the identity becomes a constant of the type
+        if T.is_float(t):
+            bad = T.float_range_error(float(v), t)
+            if bad is not None:
+                raise self.error(f"identity: {bad}")
+        else:
+            lo, hi = T.int_range(t)
+            if not (float(v).is_integer() if isinstance(v, float) else True) or not lo <= v <= hi:
+                raise self.error(f"identity {v!r} is not an integer {t} holds ({lo} .. {hi})")
 
     def print_custom(self, p):
         from ...ir.attributes import print_attr
