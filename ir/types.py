@@ -383,6 +383,18 @@ def int_range_error(v: int, t: Type, canonical: bool = False):
     return f"integer constant {shown} does not fit {t} (range {rng})"
 
 
+def number_error(v, t: Type, canonical: bool = False):
+    """None if the number `v` (int or float) can be a constant of scalar type
+    `t` (an attribute that becomes one: a reducer's identity, a guarded
+    read's else value), else the message saying why not."""
+    import math
+    if is_float(t):
+        return float_range_error(float(v), t)
+    if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
+        return f"{v!r} is not an integer, as a constant of {t} must be"
+    return int_range_error(int(v), t, canonical)
+
+
 def index_error(v: int, what: str):
     """None if `v` fits an index (i64, signed), else the message saying
     that `what` (e.g. "loop bound") does not: loop bounds, extents and

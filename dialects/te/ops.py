@@ -103,8 +103,10 @@ class ReducerOp(Operation):
         return self.body.args[0].type if self.body.args else None
 
     def identity_value(self):
-        v = self.attributes["identity"]
-        return float(v) if T.is_float(self.value_type) else int(v)
+        """The identity as a constant of the type holds it (an i32 written
+        0xFFFFFFFF is -1)."""
+        v, t = self.attributes["identity"], self.value_type
+        return float(v) if T.is_float(t) else T.canonical_int(int(v), t)
 
     def verify_(self):
         args = self.body.args
@@ -120,15 +122,9 @@ class ReducerOp(Operation):
         v = self.attributes["identity"]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.error(f"identity must be a number, got {v!r}")
-        t = args[0].type   # the identity becomes a constant of the type
-        if T.is_float(t):
-            bad = T.float_range_error(float(v), t)
-            if bad is not None:
-                raise self.error(f"identity: {bad}")
-        else:
-            lo, hi = T.int_range(t)
-            if not (float(v).is_integer() if isinstance(v, float) else True) or not lo <= v <= hi:
-                raise self.error(f"identity {v!r} is not an integer {t} holds ({lo} .. {hi})")
+        bad = T.number_error(v, args[0].type)   # the identity becomes a constant of the type
+        if bad is not None:
+            raise self.error(f"identity: {bad}")
 
     def print_custom(self, p):
         from ...ir.attributes import print_attr
@@ -378,16 +374,11 @@ class ReadOp(Operation):
             raise self.error(f"result type {self.results[0].type} is not the element type {t.element_type}")
         if self.guarded and self.operands[-1].type is not T.i1:
             raise self.error(f"guard must be i1, got {self.operands[-1].type}")
-        if self.guarded:   # the else value becomes a constant of the element type
-            ev, et = float(self.attributes["else_value"]), t.element_type
-            if T.is_float(et):
-                bad = T.float_range_error(ev, et)
-                if bad is not None:
-                    raise self.error(f"else value: {bad}")
-            elif T.is_int(et):
-                lo, hi = T.int_range(et, canonical=True)
-                if not (ev.is_integer() and lo <= ev <= hi):
-                    raise self.error(f"else value {ev!r} is not an integer {et} holds ({lo} .. {hi})")
+        if self.guarded and (T.is_float(t.element_type) or T.is_int(t.element_type)):
+            # the else value becomes a constant of the element type
+            bad = T.number_error(float(self.attributes["else_value"]), t.element_type, canonical=True)
+            if bad is not None:
+                raise self.error(f"else value: {bad}")
 
     def print_custom(self, p):
         from ...ir.attributes import print_attr
