@@ -194,50 +194,43 @@ def _shr(a, n):
 
 class IntBinary:
     """An integer binary op: `core` is the numpy function on signed operands
-    of one width; `index` its Python-int form (None: no fast form)."""
+    of one width (`unsigned`: on unsigned ones); `index` its Python-int form
+    (None: no fast form)."""
 
-    __slots__ = ("name", "core", "index", "division", "boolean")
+    __slots__ = ("name", "core", "index", "division", "boolean", "unsigned")
 
-    def __init__(self, name, core, index, division=False, boolean=None):
+    def __init__(self, name, core, index, division=False, boolean=None, unsigned=False):
         self.name = name
         self.core = core
         self.index = index
         self.division = division
         self.boolean = boolean   # the i1 form on bools (Python or numpy, scalars or arrays)
+        self.unsigned = unsigned
 
     def __call__(self, a, b):
         a = np.asarray(a)
         dt = a.dtype
-        if dt.kind == "i":
+        if dt.kind == ("u" if self.unsigned else "i"):
             return self.core(a, np.asarray(b, dt))
-        return _to_bits(self.core(_signed(a), _signed(np.asarray(b, dt))), dt)
+        view = _unsigned if self.unsigned else _signed
+        return _to_bits(self.core(view(a), view(np.asarray(b, dt))), dt)
 
     def for_type(self, t):
         """The array form specialised to element type `t` (a plain numpy
         function where no reinterpretation is needed)."""
-        if t is T.index or (isinstance(t, T.IntegerType) and not t.unsigned and t.width > 1):
+        if isinstance(t, T.IntegerType) and t.unsigned and self.unsigned:
+            return self.core
+        if not self.unsigned and (t is T.index or (isinstance(t, T.IntegerType) and not t.unsigned
+                                                   and t.width > 1)):
             return self.core
         if t is T.i1 and self.boolean is not None:
             return self.boolean
         return self
 
 
-class UIntBinary(IntBinary):
-    """An integer binary op whose `core` takes unsigned operands of one width."""
-
-    __slots__ = ()
-
-    def __call__(self, a, b):
-        a = np.asarray(a)
-        dt = a.dtype
-        if dt.kind == "u":
-            return self.core(a, np.asarray(b, dt))
-        return _to_bits(self.core(_unsigned(a), _unsigned(np.asarray(b, dt))), dt)
-
-    def for_type(self, t):
-        if isinstance(t, T.IntegerType) and t.unsigned:
-            return self.core
-        return self
+def _U(name, core, division=False):
+    """An op reading its operands' bits as unsigned (no index form)."""
+    return IntBinary(name, core, None, division=division, unsigned=True)
 
 
 def _fmax(a, b):
@@ -301,11 +294,11 @@ BINARY = {r.name: r for r in [
     _I("arith.floormodsi", _ufunc("remainder"), operator.mod, division=True),
     _I("arith.maxsi", _ufunc("maximum"), max),
     _I("arith.minsi", _ufunc("minimum"), min),
-    UIntBinary("arith.divui", _ufunc("floor_divide"), None, division=True),
-    UIntBinary("arith.remui", _ufunc("remainder"), None, division=True),
-    UIntBinary("arith.maxui", _ufunc("maximum"), None),
-    UIntBinary("arith.minui", _ufunc("minimum"), None),
-    UIntBinary("arith.shrui", _shr, None),
+    _U("arith.divui", _ufunc("floor_divide"), division=True),
+    _U("arith.remui", _ufunc("remainder"), division=True),
+    _U("arith.maxui", _ufunc("maximum")),
+    _U("arith.minui", _ufunc("minimum")),
+    _U("arith.shrui", _shr),
     _I("arith.andi", _ufunc("bitwise_and"), operator.and_, boolean=operator.and_),
     _I("arith.ori", _ufunc("bitwise_or"), operator.or_, boolean=operator.or_),
     _I("arith.xori", _ufunc("bitwise_xor"), operator.xor, boolean=operator.xor),
@@ -333,7 +326,7 @@ def is_undefined(sem, a, b, t) -> bool:
     if not sem.division:
         return False
     a, b = int(a), int(b)
-    if b == 0 or isinstance(sem, UIntBinary):
+    if b == 0 or sem.unsigned:
         return b == 0
     w = INDEX_BITS if t is T.index else t.width
     m = (1 << w) - 1
