@@ -81,7 +81,7 @@ def dims_problem(dims) -> str | None:
         nonzero *= d or 1
     if n > INT64_MAX:
         return f"has dims {_dims_text(dims)}: {n} elements, more than int64 can count"
-    if nonzero * 16 > INT64_MAX:   # numpy refuses such a shape even with a 0 in it (16: its widest item)
+    if n == 0 and nonzero * 16 > INT64_MAX:   # numpy refuses such a shape even with a 0 in it (16: its widest item)
         return f"has dims {_dims_text(dims)}: the nonzero ones multiply to {nonzero}, more than an array can index"
     return None
 
