@@ -132,7 +132,7 @@ class BodyEmitter:
         a, b = self.as_type(a, t), self.as_type(b, t)
         if op in ("add", "sub", "mul", "floordiv", "floormod", "max", "min"):
             return e.binary(op, a, b)
-        if t is T.i1 or getattr(t, "unsigned", False):   # truncating and flooring agree
+        if T.reads_unsigned(t):   # truncating and flooring agree
             return e.binary("floordiv" if op == "div" else "floormod", a, b)
         name = {"div": "arith.divsi", "truncmod": "arith.remsi"}[op]
         return e.op(name, [a, b], [t])

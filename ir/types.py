@@ -314,6 +314,12 @@ def is_int(t: Type) -> bool:
     return isinstance(t, (IntegerType, IndexType))
 
 
+def reads_unsigned(t: Type) -> bool:
+    """Compared, divided, maxed and shifted as unsigned: ``uiN``, and ``i1``
+    (numpy's bool: true is 1)."""
+    return isinstance(t, IntegerType) and (t.unsigned or t.width == 1)
+
+
 def element_type(t: Type) -> Type:
     return t.element_type if isinstance(t, ShapedType) else t
 

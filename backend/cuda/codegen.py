@@ -139,6 +139,11 @@ class KernelInfo:
         return tuple(r(x) for x in self.grid), tuple(r(x) for x in self.block)
 
 
+def _binary(cls, a) -> str:
+    """Binary op `cls` on operand expressions `a`: an operator or a prelude call."""
+    return f"{_CALL2[cls]}({a[0]}, {a[1]})" if cls in _CALL2 else f"({a[0]} {_BINARY[cls]} {a[1]})"
+
+
 def c_type(t) -> str:
     if isinstance(t, T.VectorType):
         raise TypeError("vector")
@@ -369,17 +374,13 @@ class KernelCodegen:
             a = [f"(-(int){x})" if et is T.i1 else f"(({_SIGNED[c_type(et)]}){x})" for x in a]
             if cls is A.CmpIOp:
                 return f"({a[0]} {_CMP[op.attributes['predicate'][-2:]]} {a[1]})"
-            sexpr = f"{_CALL2[cls]}({a[0]}, {a[1]})" if cls in _CALL2 else f"({a[0]} {_BINARY[cls]} {a[1]})"
-            return f"((bool)(({sexpr}) & 1))" if et is T.i1 else f"(({c_type(et)}){sexpr})"
+            return f"((bool)(({_binary(cls, a)}) & 1))" if et is T.i1 else f"(({c_type(et)}){_binary(cls, a)})"
         if cls in _READS_UNSIGNED and et is not T.i1 and c_type(et) in _UNSIGNED:
-            ut = _UNSIGNED[c_type(et)]
-            a = [f"(({ut}){x})" for x in a]
-            sexpr = f"{_CALL2[cls]}({a[0]}, {a[1]})" if cls in _CALL2 else f"({a[0]} {_BINARY[cls]} {a[1]})"
-            return f"(({c_type(et)}){sexpr})"
-        if cls in _BINARY:
-            expr = f"({a[0]} {_BINARY[cls]} {a[1]})"
-        elif cls in _CALL2:
-            expr = f"{_CALL2[cls]}({a[0]}, {a[1]})"
+            # read the bits as unsigned: an iN is its unsigned C type
+            a = [f"(({_UNSIGNED[c_type(et)]}){x})" for x in a]
+            return f"(({c_type(et)}){_binary(cls, a)})"
+        if cls in _BINARY or cls in _CALL2:
+            expr = _binary(cls, a)
         elif cls is A.RemFOp:
             expr = f"{'fmod' if str(t) == 'f64' else 'fmodf'}({a[0]}, {a[1]})"
         elif cls is A.PowFOp:

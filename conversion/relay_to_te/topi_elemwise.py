@@ -42,33 +42,21 @@ from .registry import Scalar, axis_names, load, out_type, stage_name, strategy
 
 # -- scalar helpers --------------------------------------------------------------------
 
-def is_unsigned(t):
-    """Compared and divided as unsigned: ``uiN`` and ``i1`` (numpy's bool)."""
-    return t is T.i1 or (isinstance(t, T.IntegerType) and t.unsigned)
-
-
 def narrow(e, v, t):
     return e.op("arith.trunci", [v], [t])
 
 
 def const(e, value, t):
     """`value` in type `t`; -1 means all ones in an unsigned type."""
-    if is_unsigned(t) and t is not T.i1 and value < 0:
+    if T.reads_unsigned(t) and t is not T.i1 and value < 0:
         value %= 1 << t.width
     return e.const(value, t)
 
 
 def compare(e, kind, a, b):
-    """lt le gt ge eq ne, numpy's: ordered on floats except ne (true on NaN)."""
-    t = a.type
-    if T.is_float(t):
-        pred = "une" if kind == "ne" else "o" + kind
-        return e.op("arith.cmpf", [a, b], [T.i1], {"predicate": pred})
-    if kind in ("eq", "ne"):
-        pred = kind
-    else:
-        pred = ("u" if is_unsigned(t) else "s") + kind
-    return e.op("arith.cmpi", [a, b], [T.i1], {"predicate": pred})
+    """lt le gt ge eq ne, numpy's: ordered on floats except ne (true on NaN),
+    unsigned on uiN and i1 (the builder's cmp)."""
+    return e.cmp(kind, a, b)
 
 
 def truth(e, v):
@@ -110,7 +98,7 @@ def maxmin(e, op, kind, a, b):
 def int_div(e, op, kind, a, b):
     """divide (toward zero), mod (remainder of it), floor_divide, floor_mod on integers."""
     t = a.type
-    if is_unsigned(t):   # truncating and flooring agree
+    if T.reads_unsigned(t):   # truncating and flooring agree
         return e.op("arith.divui" if kind in ("div", "floordiv") else "arith.remui", [a, b], [t])
     name = {"div": "arith.divsi", "mod": "arith.remsi", "floordiv": "arith.floordivsi",
             "floormod": "arith.floormodsi"}[kind]
@@ -213,7 +201,7 @@ def _small_exponent(b):
 
 def _right_shift(e, op, a, b):
     t = a.type
-    return e.op("arith.shrui" if is_unsigned(t) else "arith.shrsi", [a, b], [t])
+    return e.op("arith.shrui" if T.reads_unsigned(t) else "arith.shrsi", [a, b], [t])
 
 
 def _int_op(name):
@@ -275,7 +263,7 @@ def _abs(e, op, x):
     t = x.type
     if T.is_float(t):
         return e.intrin("fabs", x)
-    if is_unsigned(t):
+    if T.reads_unsigned(t):
         return x
     return e.select(compare(e, "lt", x, e.const(0, t)), e.binary("sub", e.const(0, t), x), x)
 
@@ -286,7 +274,7 @@ def _sign(e, op, x):
     if t is T.i1:
         return x
     zero, one = e.const(0, t), e.const(1, t)
-    if is_unsigned(t):
+    if T.reads_unsigned(t):
         return e.select(compare(e, "ne", x, zero), one, zero)
     rest = x if T.is_float(t) else zero
     return e.select(compare(e, "gt", x, zero), one, e.select(compare(e, "lt", x, zero), e.const(-1, t), rest))

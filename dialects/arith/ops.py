@@ -329,7 +329,7 @@ def binary_for(kind: str, t) -> type:
     (floor and truncating division agree there)."""
     et = T.element_type(t)
     fl = T.is_float(et)
-    if et is T.i1 or (isinstance(et, T.IntegerType) and et.unsigned):
+    if T.reads_unsigned(et):
         unsigned = {"div": DivUIOp, "floordiv": DivUIOp, "floormod": RemUIOp, "max": MaxUIOp, "min": MinUIOp}
         if kind in unsigned:
             return unsigned[kind]

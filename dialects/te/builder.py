@@ -170,7 +170,7 @@ class Emitter:
             return S.INDEX_CMP[ipred](a, b)
         t = a.type if isinstance(a, Value) else b.type
         fl = T.is_float(t)
-        if ipred[0] == "s" and (t is T.i1 or getattr(t, "unsigned", False)):
+        if ipred[0] == "s" and T.reads_unsigned(t):
             ipred = "u" + ipred[1:]   # uiN and i1 compare as unsigned (numpy's order)
         av = a if isinstance(a, Value) else self.const(a, t)
         bv = b if isinstance(b, Value) else self.const(b, t)
