@@ -30,10 +30,11 @@ event tells this measurer of the loss; where the cluster allows no failures,
 the scheduler raises KilledWorker instead and the candidate is resubmitted
 here.  A candidate lost twice is one failed record (COMPILE_HOST for a build,
 RUNTIME_DEVICE for a run) whose message names the lost workers; tuning
-goes on.  The scheduler's own rerun can finish before the event of the
-death before it reaches this client: a finished candidate that already lost
-a worker is checked against the scheduler's count of deaths
-(TaskState.suspicious) before it counts as measured.  Nothing reaches the tuner as an exception.
+goes on.  The scheduler's own rerun can finish before the events of the
+deaths before it reach this client (under load, of both): every finished
+candidate is checked against the scheduler's count of deaths
+(TaskState.suspicious) before it counts as measured.  Nothing reaches the
+tuner as an exception.
 """
 
 from __future__ import annotations
@@ -318,8 +319,7 @@ class DaskMeasurer(Measurer):
                     value = fut.result(timeout=self.no_worker_timeout)
                     # A worker may have died holding it before the rerun that
                     # finished: the loss is recorded even though we only look now.
-                    self._collect_losses(job)
-                    if job.lost and len(job.lost) < self.max_losses and self._late_losses(job):
+                    if self._late_losses(job):
                         return None, (crash, job.lost_message())
                     return value, None
                 except Exception:   # noqa: BLE001 - lost (or cancelled) since it finished: look again
@@ -356,28 +356,29 @@ class DaskMeasurer(Measurer):
                                                          f"for {self.no_worker_timeout:g} s")
 
     def _late_losses(self, job, wait=5.0) -> bool:
-        """Whether the scheduler counts `max_losses` workers dead while
-        they ran the job's task (TaskState.suspicious) though the events of
-        some have not reached this client yet: its rerun can finish before
-        the event of the death before it arrives.  Waits up to `wait` s for
-        those events, so that the record names the workers."""
+        """Whether the job's task was lost `max_losses` times, counting the
+        deaths the scheduler saw (TaskState.suspicious) whose events have
+        not reached this client yet: its rerun can finish before the events
+        of the deaths before it arrive, even of all of them.  Waits up to
+        `wait` s for the events the scheduler counts, so that the record
+        (and `losses`) names the workers."""
+        self._collect_losses(job)
         keys = sorted(job.keys)
 
         def deaths(dask_scheduler, keys=keys):
-            return max((getattr(dask_scheduler.tasks.get(k), "suspicious", 0) or 0 for k in keys), default=0)
+            return sum(getattr(dask_scheduler.tasks.get(k), "suspicious", 0) or 0 for k in keys)
         try:
             n = int(self.client.run_on_scheduler(deaths))
         except Exception:   # noqa: BLE001 - a scheduler that cannot tell: the events are all we know
-            return False
-        if n < self.max_losses:
-            return False
+            n = 0
+        want = min(n, self.max_losses)
         deadline = time.monotonic() + wait
-        while len(job.lost) < self.max_losses and time.monotonic() < deadline:
+        while len(job.lost) < want and time.monotonic() < deadline:
             time.sleep(0.05)
             self._collect_losses(job)
-        while len(job.lost) < self.max_losses:
+        while len(job.lost) < want:
             job.lost.append("a worker the scheduler saw die")
-        return True
+        return len(job.lost) >= self.max_losses
 
     def _can_take(self, job) -> bool:
         workers = self.client.scheduler_info().get("workers", {}).values()
