@@ -97,6 +97,9 @@ def lower_function(module, rf, schedule=True, target="llvm"):
     body = Block([a.type for a in params], [a.name for a in params])
     e = Emitter(body, rf.loc)
     e.target = str(target).split()[0] if str(target).strip() else "llvm"   # a compute may differ per target
+    e.target_spec = str(target).strip() or "llvm"
+    e.func_name = rf.attributes["sym_name"]
+    e.kernels = []   # tir.funcs of the te.externs a compute makes: into the module beside the te.func
     env = dict(zip(params, body.args))
     # the size parameter of each '?' of a parameter: (tensor position, axis) -> index arg
     sizes = {}
@@ -188,6 +191,8 @@ def lower_function(module, rf, schedule=True, target="llvm"):
             raise rf.error(str(err)) from None
     attrs["function_type"] = T.FunctionType([a.type for a in body.args], [v.type for v in outs])
     tf = FuncOp((), (), attrs, [Region([body])], rf.loc)
+    for k in e.kernels:
+        rf.parent.insert_before(rf, k)
     rf.parent.insert_before(rf, tf)
     rf.erase()
     if lifted:
@@ -205,7 +210,7 @@ def _size_params(body, sizes, checks, outs):
       the size of;
     * ``size_checks``: [size, size] pairs that must be equal;
     * ``result_sizes``: [result, axis, size] for each '?' of a result."""
-    from ...dialects.te.ops import ComputeOp
+    from ...dialects.te.ops import ComputeOp, ExternOp
     from .dims import NoRule
     index_args = set(sizes.values())
     body.args = [a for a in body.args if a not in index_args] + list(sizes.values())
@@ -231,9 +236,9 @@ def _size_params(body, sizes, checks, outs):
         if v.type.is_static:
             continue
         d = v.defining_op()
-        if not isinstance(d, ComputeOp):
+        if not isinstance(d, (ComputeOp, ExternOp)):
             raise NoRule(f"result {k} ({v.type}) is not sized by the parameters' sizes")
-        it = iter(d.operands)
+        it = iter(d.operands if isinstance(d, ComputeOp) else d.result_sizes())
         for ax, n in enumerate(v.type.shape):
             if n is None:
                 result_sizes.append((k, ax, size(next(it))))

@@ -33,7 +33,7 @@ from __future__ import annotations
 from ...dialects.relay.ops.attention import bhsd, from_bhsd
 from ...dialects.te.builder import compute
 from ...ir import types as T
-from .registry import as_tensor, operand_dims, out_type, stage_name, static_first, strategy
+from .registry import Scalar, as_tensor, operand_dims, out_type, stage_name, static_first, strategy
 
 STAGES = ("T_attn_qk", "T_attn_score", "T_attn_max", "T_attn_p", "T_attn_acc")   # cuda: and T_attn_qk2
 
@@ -52,7 +52,10 @@ def attention(e, op, args):
     et = t.element_type
     layout, klayout, _ = op.layouts()
     q, k, v = (as_tensor(e, a, n) for a, n in zip(args[:3], ("query", "key", "value")))
-    bias = as_tensor(e, args[3], "bias") if len(args) > 3 else None
+    bias = args[3] if len(args) > 3 else None
+    flash = _flash_applies(e, et, bias)
+    if bias is not None and not (flash and isinstance(bias, Scalar)):   # flash: a splat bias is a number
+        bias = as_tensor(e, bias, "bias")
     (qb, qh, m, qd), (kb, kh, n, kd), (_, _, vn, dv) = (bhsd(lay, operand_dims(e, i, a))
                                                          for i, (lay, a) in enumerate(zip(op.layouts(), (q, k, v))))
     b, h, d, n = static_first(qb, kb), static_first(qh, kh), static_first(qd, kd), static_first(n, vn)
@@ -63,6 +66,8 @@ def attention(e, op, args):
     if scale is None:
         raise NotImplementedError("a '?' head_dim needs the scale attribute")
     causal = op.attributes["causal_mask"]
+    if flash:
+        return _flash(e, op, t, (q, k, v, bias), (b, h, m, n, d, dv), scale, causal)
 
     def at(x, lay, bi, hi, si, di):
         return e.read(x, list(from_bhsd(lay, bi, hi, si, di)))
@@ -115,6 +120,41 @@ def attention(e, op, args):
         return e.binary("mul", e.read(acc, [bi, hi, i, c]), rcp)
     # the output's axes are named b, h, i, c in the layout's order: the schedule reads them
     return compute(e, t, body, names=list(from_bhsd(layout, "b", "h", "i", "c")), name=stage_name(op, "T_attention"))
+
+
+def _flash_applies(e, et, bias):
+    """The llvm kernel of flash_attention.py: f32, lowered by
+    --lower-relay-to-te (whose emitter takes the kernel's tir.func)."""
+    return getattr(e, "target", "llvm") == "llvm" and getattr(e, "kernels", None) is not None and et is T.f32 \
+        and (bias is None or bias.type.element_type is T.f32)   # (a Scalar's type is its tensor's)
+
+
+def _flash(e, op, t, tensors, dims, scale, causal):
+    """``te.extern`` of the FlashAttention kernel, whose tir.func goes to
+    e.kernels: the inputs, then the index sizes it needs."""
+    from ...ir.attributes import SymbolRef
+    from ..relay_to_te.flash_attention import flash_kernel
+    from .schedules import vector_unit
+    from .schedules_attention import MAX_TILE_KEYS, rows
+    q, k, v, bias = tensors
+    layout, klayout, _ = op.layouts()
+    vu = vector_unit(getattr(e, "target_spec", "llvm"))
+    block = rows(vu.accumulators)
+    tile = vu.lanes * max(1, min(vu.accumulators // block, MAX_TILE_KEYS // vu.lanes))
+    bias_dims = None
+    if isinstance(bias, Scalar):
+        bias_dims, bias = float(bias.value), None
+    elif bias is not None:
+        bias_dims = tuple(operand_dims(e, 3, bias))
+    types = {"q": q.type, "k": k.type, "v": v.type, "out": t}
+    if bias is not None:
+        types["bias"] = bias.type
+    types = {n: T.MemRefType(x.shape, x.element_type) for n, x in types.items()}
+    name = f"{e.func_name}_flash"
+    f, sizes = flash_kernel(name, dims, types, layout, klayout, bias_dims, scale, causal, block, vu.lanes, tile)
+    e.kernels.append(f)
+    ins = [q, k, v] + ([bias] if bias is not None else [])
+    return e.op("te.extern", ins + sizes, [t], {"callee": SymbolRef(name)}, name=stage_name(op, "T_attention"))
 
 
 def accumulator_columns(dv):

@@ -166,7 +166,7 @@ def apply_to_func(func):
     anchor = next((op for op in func.body.ops if op.name.startswith("te.")), None)
     for st in order:
         if not isinstance(st, Stage):   # a te.extern: storage for its result
-            r = RealizeOp((), [st.results[0].type], {}, (), st.loc)
+            r = RealizeOp(st.result_sizes(), [st.results[0].type], {}, (), st.loc)
             func.body.insert_before(anchor, r) if anchor is not None else func.body.append(r)
             r.results[0].name = st.results[0].name
             st.results[0].replace_all_uses_with(r.results[0])

@@ -43,7 +43,8 @@ class LowerTEToTIR(ModulePass):
 
     Each te.func is replaced by its tir.func (scheduling it first when it
     still has computes); on the whole module, te.reducer ops no te.func
-    needs any more go too."""
+    needs any more go too, and so do the tir.funcs of te.externs (inlined)
+    that nothing else names."""
 
     NAME = "lower-te-to-tir"
     OP = "te.func"
@@ -53,11 +54,15 @@ class LowerTEToTIR(ModulePass):
         from .apply_schedule import default_untuned
         # templates not yet scheduled take their defaults, as --apply-schedule gives them
         default_untuned([op for op in module.body.ops if isinstance(op, FuncOp)])
+        callees = {x.attributes["callee"].name for op in module.body.ops if isinstance(op, FuncOp)
+                   for x in op.walk() if isinstance(x, (te.ExternOp, te.ExternCallOp))}
         super().run(module, ctx)
         if not any(isinstance(op, FuncOp) for op in module.body.ops):
             for op in list(module.body.ops):   # user reducers were cloned into the loops
                 if isinstance(op, ReducerOp):
                     op.erase()
+        if callees:
+            _erase_unnamed(module, callees)
 
     def run_on(self, op, ctx):
         from ...dialects.te.ops import FuncOp
@@ -71,6 +76,17 @@ class LowerTEToTIR(ModulePass):
         op.parent.insert_before(op, new)
         op.erase()
         ctx.stat(self, "functions lowered")
+
+
+def _erase_unnamed(module, names):
+    """Erase the module's functions called `names` that no op names any more
+    (their bodies were inlined at each te.extern_call)."""
+    from ...ir.attributes import SymbolRef
+    named = {a.name for op in module.walk(include_self=False) for a in op.attributes.values()
+             if isinstance(a, SymbolRef)}
+    for op in list(module.body.ops):
+        if op.attributes.get("sym_name") in names - named:
+            op.erase()
 
 
 def memref(t):

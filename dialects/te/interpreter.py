@@ -83,7 +83,7 @@ def run(func, *arrays):
                 env[op.results[0]] = eval_compute(op, env)
             elif name == "te.extern":
                 t = op.results[0].type
-                out = np.full(t.shape, np.nan if T.is_float(t.element_type) else 0, t.dtype)
+                out = np.full(_shape(t, op.result_sizes(), env), np.nan if T.is_float(t.element_type) else 0, t.dtype)
                 _call_extern(op, [env[v] for v in op.operands] + [out])
                 env[op.results[0]] = out
             elif name == "te.return":
@@ -98,7 +98,8 @@ def run(func, *arrays):
 def _call_extern(op, arrays):
     """Run the tir.func a te.extern names on the TIR interpreter (in place)."""
     from ..tir.interpreter import run as run_tir
-    run_tir(op.callee_op(), *[np.ascontiguousarray(a) for a in arrays[:-1]], arrays[-1])
+    run_tir(op.callee_op(), *[np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a for a in arrays[:-1]],
+            arrays[-1])
 
 
 # -- vectorized computes -----------------------------------------------------------

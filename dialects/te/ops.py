@@ -433,9 +433,11 @@ class RealizeOp(Operation):
 
 class ExternOp(Operation):
     """``%C = te.extern @k(%A, %B) : tensor<8x8xf32>``: a stage computed by an
-    opaque kernel, the tir.func @k of this module, called with the input
-    buffers then the output buffer (TVM's te.extern).  Schedules cannot
-    look inside it; --apply-schedule turns it into ``te.extern_call``."""
+    opaque kernel, the tir.func @k of this module, called with the inputs
+    (buffers, and ``index`` sizes) then the output buffer (TVM's
+    te.extern).  A '?' of the result is sized by the index inputs, the
+    first for the first '?' and so on.  Schedules cannot look inside it;
+    --apply-schedule turns it into ``te.extern_call``."""
 
     __slots__ = ()
     name = "te.extern"
@@ -447,8 +449,18 @@ class ExternOp(Operation):
         from ...ir.symbols import lookup_symbol
         return lookup_symbol(self, self.attributes["callee"].name)
 
+    def result_sizes(self):
+        """The index inputs that size the result's '?' dimensions, in order."""
+        n = sum(1 for d in self.results[0].type.shape if d is None)
+        return [v for v in self.operands if v.type is T.index][:n]
+
     def verify_(self):
         check_extern_call(self, list(self.operands) + [self.results[0]])
+        t = self.results[0].type
+        n = sum(1 for d in t.shape if d is None)
+        if len(self.result_sizes()) < n:
+            raise self.error(f"{t} has {n} dynamic dimension(s); the call gives "
+                             f"{len(self.result_sizes())} index input(s) to size them")
 
     ASSEMBLY_FORMAT = "$callee `(` $inputs `)` attr-dict `:` type($result)"
 
@@ -475,7 +487,8 @@ class ExternCallOp(Operation):
 
 
 def check_extern_call(op, values):
-    """The callee is a tir.func taking a buffer of each value's type, in order."""
+    """The callee is a tir.func taking a buffer of each tensor value's
+    type, or an index for each index value, in order."""
     name = op.attributes["callee"].name
     f = op.callee_op()
     if f is None or f.name != "tir.func":
@@ -486,6 +499,8 @@ def check_extern_call(op, values):
                        f"output(s); the call passes {len(values) - 1} input(s) and one output")
     for k, (a, v) in enumerate(zip(params, values)):
         t = v.type
+        if t is T.index and a.type is T.index:
+            continue
         if not isinstance(t, T.TensorType) or not isinstance(a.type, T.MemRefType) or \
                 tuple(a.type.shape) != tuple(t.shape) or a.type.element_type is not t.element_type:
             raise op.error(f"argument #{k} of @{name} is {a.type}, the call gives {t}")
