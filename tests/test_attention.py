@@ -28,7 +28,8 @@ def reference(q, k, v, bias=None, scale=None, causal="none", layout="BSNH"):
     i, j = np.arange(m)[:, None], np.arange(n)[None, :]
     if causal != "none":
         s = np.where(j <= (i if causal == "top_left" else i + n - m), s, -np.inf)
-    s = np.exp(s - s.max(-1, keepdims=True))
+    with np.errstate(invalid="ignore"):   # a row with no key: NaN, as the softmax gives
+        s = np.exp(s - s.max(-1, keepdims=True))
     return ((s / s.sum(-1, keepdims=True)) @ vh).transpose(np.argsort(p))
 
 
@@ -114,6 +115,61 @@ def test_one_dynamic_build_serves_every_length():
         mask = rng.standard_normal((1, 1, new, past + new)).astype(np.float32)
         np.testing.assert_allclose(model.run(q, k, v, mask), reference(q, k, v, mask, causal="bottom_right"),
                                    rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("m,n", [(70, 70), (33, 97), (1, 97), (97, 40), (64, 64)])
+@pytest.mark.parametrize("causal", ["none", "top_left", "bottom_right"])
+def test_many_key_tiles_and_query_blocks(m, n, causal):
+    """The llvm kernel past one key tile (32) and one block of queries
+    (32): whole tiles, the tiles the causal diagonal cuts, the ones past it
+    (skipped), the last partial tile and block; bottom_right with fewer
+    keys than queries leaves the first rows no key (NaN on both sides)."""
+    rng = np.random.default_rng(m * 1000 + n)
+    q, k, v = (rng.standard_normal((2, s, 3, 16)).astype(np.float32) for s in (m, n, n))
+    kt = np.ascontiguousarray(k.transpose(0, 2, 3, 1))
+    attrs = {"causal_mask": causal, "key_layout": "BNHS"}
+    text = attention_module([q.shape, kt.shape, v.shape], None, attrs, True)
+    got = build(text, fallback=False).run(q, kt, v)
+    want = reference(q, k, v, None, None, causal)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    assert np.isnan(want).any() == (causal == "bottom_right" and n < m)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_precision_operands_sum_in_float32(dtype):
+    """f16 and bf16 q, k, v (and bias) are widened as the kernel reads them:
+    the output is the float32 attention of the same values, correctly
+    rounded (within half an ulp, plus the float32 sums' own error)."""
+    import ml_dtypes
+    np_t = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, s, 2, 16)).astype(np_t) for s in (45, 45, 45))
+    bias = rng.standard_normal((1, 1, 45, 45)).astype(np_t)
+    text = attention_module([q.shape, k.shape, v.shape], bias.shape, {"causal_mask": "top_left"}, True)
+    model = build(text.replace("f32>", f"{dtype}>"), fallback=False)
+    bits = (lambda x: x) if dtype == "f16" else (lambda x: x.view(np.uint16))
+    got = model.run(*[bits(x) for x in (q, k, v, bias)])
+    got = (got if dtype == "f16" else got.view(np_t)).astype(np.float64)
+    want = reference(*[x.astype(np.float32) for x in (q, k, v, bias)], causal="top_left")
+    half_ulp = np.abs(want.astype(np_t).astype(np.float64) - want)
+    assert np.all(np.abs(got - want) <= half_ulp + 1e-5 * np.abs(want) + 1e-6)
+
+
+def test_the_kernel_holds_no_buffer_as_long_as_the_keys():
+    """A '?' sequence: every buffer the lowered kernel allocates has a
+    static size (scores a tile at a time, never a row of them), and the
+    extern's tir.func is gone once inlined."""
+    text = attention_module([(1, 7, 2, 64), (1, 2, 64, 7), (1, 7, 2, 64)], None,
+                            {"causal_mask": "bottom_right", "key_layout": "BNHS"}, True)
+    mod = parse_module(text, "t.relay")
+    ctx = PassContext()
+    for name in ("fuse-ops", "lower-relay-to-te", "lower-te-to-tir"):
+        get_pass_class(name)().run(mod, ctx)
+    allocs = [op for op in mod.walk() if op.name == "tir.alloc"]
+    assert allocs and all(not op.operands and op.results[0].type.is_static for op in allocs)
+    assert sum(a.results[0].type.num_elements() for a in allocs) < 8192   # floats per thread, whatever the length
+    funcs = [op.attributes["sym_name"] for op in mod.body.ops if op.name == "tir.func"]
+    assert not [f for f in funcs if f.endswith("_flash")] and "fused_nn_attention" in funcs
 
 
 # -- --fuse-attention ------------------------------------------------------------------------

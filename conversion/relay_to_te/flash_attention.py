@@ -3,28 +3,32 @@ online softmax, which a TE reduction cannot express (its state is a
 running maximum, a sum and a row of Dv accumulators, updated together).
 topi_attention.py makes it a ``te.extern`` of the tir.func built here.
 
-Per block of R queries (R x T scores fill the vector registers: R = 8,
-T = 32 on AVX-512), the blocks of every batch and head one parallel loop:
+Blocks of G x R queries (G = 8 groups of R = 4 rows; register_tile), the
+blocks of every batch and head one parallel loop.  Per block:
 
-    m[r] = -inf;  l[r] = 0 (W lanes);  O[r, :] = 0
-    for each tile of T keys the block can see (causal: up to its last
-    row's diagonal; the tiles past it are skipped):
-        S = Q[rows] · Kᵀ[:, tile] * scale  (+ bias)          R x T, registers
-            (the key's "BNHS" layout: each d a row of Kᵀ, T / W vector loads)
-        tiles the diagonal or the sequence's end cuts: S = -inf where
-            key j is hidden from row r (j >= jlim[r])
-        mt[r] = max_j S[r, j];  m' = max(m, mt);  α = exp(m - m')
+    m[r] = -inf;  l[r] = 0 (W lanes);  O[r, :] = 0          for its rows r
+    for each tile of T keys (64 on AVX-512) its last row can see:
+      for each group of R rows that sees some key of the tile (causal: the
+      tiles past a group's diagonal are skipped, as are groups past M):
+        S = Q[rows] · Kᵀ[:, tile]                 R x T, vector registers
+            (the key's "BNHS" layout: per d a row of Kᵀ, T / W vector loads)
+        S = S * scale + bias; where the diagonal or the sequence's end cuts
+            the tile, -inf for the keys a row cannot see
+        mt[r] = max_j S[r, j]   (lane-wise, then log2 W folds of the lanes)
+        m' = max(m, mt); α = exp(m - m')          one vector over the R rows
         P = exp(S - m');  l = l·α + P (lane-wise);  O = O·α + P · V[tile]
         m = m'
     out[rows] = O / sum(l)
 
-No buffer grows with M x N: the kernel holds R x T scores and R x Dv
-sums per thread (O(seq·head_dim) in all).  A row whose keys are all hidden
-keeps m = -inf (its exponent's base is then 0, so nothing is NaN on the
-way) and ends 0 / 0 = NaN, as the softmax it replaces.  The tiles every
-row of the block sees in whole run without masks or guards; the few
-others (the causal diagonal, the last partial tile) compare each key with
-the row's limit and clamp their key index.
+The group loop inside the tile loop keeps a tile of K and V in L1 for
+the block's 32 rows.  No buffer grows with the sequence: per thread R x T
+scores and G·R x Dv sums.  A row whose keys are all hidden keeps m = -inf
+(its exponent's base is then 0, so nothing is NaN on the way) and ends
+0 / 0 = NaN, as the softmax it replaces.  Tiles every row of the group
+sees in whole run without masks or guards; the others (the causal
+diagonal, the last partial tile) compare each key with the row's limit
+and clamp their key index.  Arithmetic is f32 (f64 for f64 operands);
+f16 and bf16 operands are widened as they are read.
 """
 
 from __future__ import annotations
@@ -40,6 +44,21 @@ from ...ir.core import Block, Region, Value
 NEG_INF = float("-inf")
 
 
+# keys per tile at most: four AVX-512 vectors
+MAX_TILE_KEYS = 64
+
+
+def register_tile(width, accumulators):
+    """(R, T): queries per group and keys per tile, an R x T tile of
+    scores in the vector registers: R = 4, T = W x min(accumulators // R,
+    MAX_TILE_KEYS / W) (AVX-512: 4 x 64 in 16 registers; AVX2: 4 x 24 in
+    12).  On AVX-512 at 512-1024 tokens, 4 x 64 ran 7-13% faster than
+    8 x 32 (fewer row maxima and rescalings per score), 6 x 48 as fast,
+    2 x 128 25% slower."""
+    rows = 4
+    return rows, width * max(1, min(accumulators // rows, MAX_TILE_KEYS // width))
+
+
 def column_lanes(dv, width):
     """Lanes of the vectors along head_dim: the widest of W, 8, 4, 2, 1
     that divides Dv (no column past Dv is ever read)."""
@@ -49,8 +68,9 @@ def column_lanes(dv, width):
 class _Kernel:
     """Loops and buffers over an Emitter positioned in the tir.func body."""
 
-    def __init__(self, body):
+    def __init__(self, body, ct):
         self.e = Emitter(body, const_block=body)
+        self.ct = ct   # the type the kernel computes in
 
     @contextmanager
     def loop(self, lo, hi, kind="serial", name="i"):
@@ -99,22 +119,26 @@ class _Kernel:
                 iff.regions.pop()
 
     def alloc(self, shape, name):
-        return self.e.op("tir.alloc", [], [T.MemRefType(tuple(shape), T.f32, "local")], name=name)
+        return self.e.op("tir.alloc", [], [T.MemRefType(tuple(shape), self.ct, "local")], name=name)
 
     def load(self, buf, idx):
         return self.e.op("tir.load", [buf] + [self.e.val(i) for i in idx], [buf.type.element_type])
+
+    def read(self, buf, idx):
+        """An element of an operand in the compute type (f16, bf16 widened)."""
+        return self.e.cast(self.load(buf, idx), self.ct)
 
     def store(self, v, buf, idx):
         self.e.op("tir.store", [v, buf] + [self.e.val(i) for i in idx], [])
 
     def f(self, x):
-        return self.e.const(x, T.f32)
+        return self.e.const(x, self.ct)
 
     def exp(self, x):
         return self.e.op("tir.intrin", [x], [x.type], {"intrin": "exp"})
 
 
-def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, rows, width, tile, groups=4):
+def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, rows, width, tile, groups=8):
     """The tir.func @name(q, k, v, [bias], sizes..., out).
 
     dims: B, H, M, N, D (ints, or the index Values the caller passes for
@@ -143,7 +167,8 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
         return size_arg[id(d)] if isinstance(d, Value) else d
     B, H, M, N, D = (dim(d) for d in (B, H, M, N, D))
     bshape = tuple(dim(d) for d in bias_shape) if bias_tensor else None
-    K = _Kernel(body)
+    et = types["out"].element_type
+    K = _Kernel(body, T.f64 if et is T.f64 else T.f32)
     e = K.e
     R, W, TK = rows, width, tile
     WC = column_lanes(Dv, W)
@@ -151,7 +176,7 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
     q, k, v, out = args["q"], args["k"], args["v"], args["out"]
 
     def at(buf, lay, b, h, s, d):
-        return K.load(buf, list(from_bhsd(lay, b, h, s, d)))
+        return K.read(buf, list(from_bhsd(lay, b, h, s, d)))
 
     def limit(i):
         """The first key row i cannot see (causal), or N."""
@@ -210,7 +235,7 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                     s = e.binary("mul", K.load(S, [r, jj]), K.f(scale))
                     if bshape is not None:
                         bkey = e.select(e.cmp("lt", key, N), key, e.const(0)) if guarded else key
-                        s = e.binary("add", s, K.load(args["bias"], _bias_index(bshape, (b, h, row[r], bkey))))
+                        s = e.binary("add", s, K.read(args["bias"], _bias_index(bshape, (b, h, row[r], bkey))))
                     elif bias_shape is not None:
                         s = e.binary("add", s, K.f(bias_shape))
                     if guarded:
@@ -322,7 +347,7 @@ def _weighted_values(K, P, O, v, layout, b, h, j0, n, state, TK, WC, group, Dv):
             p = K.load(P, [r, j])
             with K.loop(0, group, "unrolled", "cu") as cu, K.loop(0, WC, "vectorized", "c") as c:
                 col = e.add(e.mul(e.add(e.mul(cg, group), cu), WC), c)
-                vv = K.load(v, list(from_bhsd(layout, b, h, key, col)))
+                vv = K.read(v, list(from_bhsd(layout, b, h, key, col)))
                 K.store(e.binary("add", K.load(O, [sr, col]), e.binary("mul", p, vv)), O, [sr, col])
 
 
@@ -330,7 +355,8 @@ def _store_row(K, O, out, layout, b, h, i, r, inv, WC, Dv):
     e = K.e
     with K.loop(0, Dv // WC, "unrolled", "cu") as cu, K.loop(0, WC, "vectorized", "c") as c:
         col = e.add(e.mul(cu, WC), c)
-        K.store(e.binary("mul", K.load(O, [r, col]), inv), out, list(from_bhsd(layout, b, h, i, col)))
+        K.store(e.cast(e.binary("mul", K.load(O, [r, col]), inv), out.type.element_type), out,
+                list(from_bhsd(layout, b, h, i, col)))
 
 
 def _bias_index(shape, idx):

@@ -127,12 +127,9 @@ def default_schedule(e, outputs, target="llvm"):
     tiles sized for `target`'s vector registers.  A stage the schedule
     rewrites (flatten_rows, pad_gemm) is replaced in the list `outputs` too, which
     the caller then returns."""
-    from .schedules_attention import attention_schedule, is_attention
     from .schedules_gemm import (flatten_rows, gemm_plan, pack_gemm_operand, pad_gemm, pad_packed_columns,
                                  prefetch_panels, rows_serial, tile_gemm)
     vu = vector_unit(target)
-    if is_attention(e, outputs):
-        return attention_schedule(e, outputs, vu.lanes, vu.accumulators)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     gemms, packs, padded = {}, {}, {}

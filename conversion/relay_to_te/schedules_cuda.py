@@ -128,8 +128,7 @@ PAD_CANDIDATES = (0, 1)                         # a shared tile's rows unpadded,
 
 def default_schedule(e, outputs):
     """Append CUDA schedule ops to e's block (the te.func body) for `outputs`."""
-    from .schedules_attention import is_attention
-    from .schedules_cuda_attention import attention_schedule_cuda
+    from .schedules_cuda_attention import attention_schedule_cuda, is_attention
     if is_attention(e, outputs) and attention_schedule_cuda(e, outputs):
         return
     s = ScheduleBuilder(e)

@@ -36,12 +36,19 @@ from __future__ import annotations
 
 from ...dialects.te.ops import ComputeOp
 from .schedules import knob
+from .topi_attention import STAGES
 
 QB = 32    # queries per block: the block's threads
 TK = 32    # keys per shared tile
 QUERY_CANDIDATES = (32, 64, 128)
 KEY_CANDIDATES = (16, 32, 64)
 VECTOR = 4  # float4
+
+
+def is_attention(e, outputs):
+    """Whether the te.func being scheduled is nn.attention's compute."""
+    names = {op.results[0].name for op in e.block.ops if isinstance(op, ComputeOp)}
+    return len(outputs) == 1 and set(STAGES) <= names
 
 
 def attention_schedule_cuda(e, outputs):

@@ -51,9 +51,6 @@ ROWS = 4   # rows of a dynamic GEMM's register tile (fewer where its accumulator
 
 
 def dynamic_schedule(e, outputs, width=16, accumulators=16):
-    from .schedules_attention import attention_schedule, is_attention
-    if is_attention(e, outputs):
-        return attention_schedule(e, outputs, width, accumulators)
     s = ScheduleBuilder(e)
     computes = [op for op in e.block.ops if isinstance(op, ComputeOp)]
     outs = [c for c in computes if c.results[0] in outputs]

@@ -1,15 +1,15 @@
-"""TE compute for nn.attention: the scores are never stored whole.
+"""nn.attention: on llvm, the FlashAttention kernel of flash_attention.py
+as a te.extern; for CUDA (and as the op's plain TE form), a compute whose
+scores are never stored whole.
 
 Indices are (b, h, i, j) for batch, head, query and key; q, k, v and the
 output are read and written through the op's layouts (the key's may be
-its own: "BNHS", Kᵀ per head, is what the llvm schedule wants).  Per
-row (b, h, i):
+its own: "BNHS", Kᵀ per head).  Per row (b, h, i):
 
     T_attn_qk[b,h,i,j]   = sum_d q[b,h,i,d] * k[b,h,j,d]
     T_attn_score[b,h,i,j]= T_attn_qk * scale + bias[b,h,i,j], or -inf where the causal mask hides j
     T_attn_max[b,h,i]    = max_j T_attn_score[b,h,i,j]
-    T_attn_p[b,h,i,j]    = exp(T_attn_score[b,h,i,j] - T_attn_max[b,h,i])
-                           (cuda: the score again, from T_attn_qk2, a second Q·Kᵀ)
+    T_attn_p[b,h,i,j]    = exp(score again, from T_attn_qk2, a second Q·Kᵀ - T_attn_max[b,h,i])
     T_attn_acc[b,h,i,c]  = sum_j T_attn_p[b,h,i,j] * (v[b,h,j,c] if c < Dv else 1)
                                                                       (c < Dv + pad)
     out[b,h,i,c]         = T_attn_acc[b,h,i,c] * (1 / T_attn_acc[b,h,i,Dv])
@@ -17,15 +17,13 @@ row (b, h, i):
 The accumulator's extra columns hold the softmax's denominator (the
 products with a column of ones), so one pass over the keys gives both the
 weighted sum of v and the sum of the weights; the pad rounds Dv + 1 up to
-a multiple of 8 columns (accumulator_columns), whole AVX2 vectors.  The llvm
-schedule (schedules_attention.py) holds a block's rows of scores (a few
-queries by the keys: O(seq) per thread, never M x N), takes the keys in
-tiles and computes Q·Kᵀ once.  That is a two-pass softmax rather than
-FlashAttention's online one (a running maximum that rescales the
-accumulator), which a TE reduction cannot carry: its state would be the
-maximum, the sum and a Dv-vector, updated together.  The CUDA schedule
-holds no rows of scores (they would not fit a block's shared memory for
-long sequences) and computes Q·Kᵀ twice, a stage per pass.
+a multiple of 8 columns (accumulator_columns).  That is a two-pass softmax
+(Q·Kᵀ computed twice, a stage per pass), not FlashAttention's online one:
+a TE reduction cannot carry a running maximum that rescales the
+accumulator (its state would be the maximum, the sum and a Dv-vector,
+updated together), which is why the llvm lowering is a hand-written TIR
+kernel instead.  The CUDA schedule (schedules_cuda_attention.py) holds no
+rows of scores: they would not fit a block's shared memory.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from ...dialects.te.builder import compute
 from ...ir import types as T
 from .registry import Scalar, as_tensor, operand_dims, out_type, stage_name, static_first, strategy
 
-STAGES = ("T_attn_qk", "T_attn_score", "T_attn_max", "T_attn_p", "T_attn_acc")   # cuda: and T_attn_qk2
+STAGES = ("T_attn_qk", "T_attn_score", "T_attn_max", "T_attn_qk2", "T_attn_p", "T_attn_acc")
 
 
 def _type(dims, et):
@@ -93,14 +91,10 @@ def attention(e, op, args):
     mx = compute(e, _type((b, h, m), et), lambda e, bi, hi, i, j: e.read(sc, [bi, hi, i, j]),
                  reduce=[("j", n)], reducer="max", names=["b", "h", "i"], name="T_attn_max",
                  sizes=_sizes((b, h, m)))
-    if getattr(e, "target", "llvm") == "cuda":   # scores again: a block's rows of them would not fit
-        s2 = qk("T_attn_qk2")
+    s2 = qk("T_attn_qk2")   # the scores again: a block's rows of them would not fit shared memory
 
-        def again(e, bi, hi, i, j):
-            return score(e, s2, bi, hi, i, j)
-    else:   # the scores the maxima read, held per block of queries
-        def again(e, bi, hi, i, j):
-            return e.read(sc, [bi, hi, i, j])
+    def again(e, bi, hi, i, j):
+        return score(e, s2, bi, hi, i, j)
     p = compute(e, _type((b, h, m, n), et),
                 lambda e, bi, hi, i, j: e.intrin("exp", e.binary("sub", again(e, bi, hi, i, j),
                                                                  e.read(mx, [bi, hi, i]))),
@@ -123,24 +117,23 @@ def attention(e, op, args):
 
 
 def _flash_applies(e, et, bias):
-    """The llvm kernel of flash_attention.py: f32, lowered by
-    --lower-relay-to-te (whose emitter takes the kernel's tir.func)."""
-    return getattr(e, "target", "llvm") == "llvm" and getattr(e, "kernels", None) is not None and et is T.f32 \
-        and (bias is None or bias.type.element_type is T.f32)   # (a Scalar's type is its tensor's)
+    """The llvm kernel of flash_attention.py (arithmetic in f32, or f64 for
+    f64; narrower floats widened as read), lowered by --lower-relay-to-te
+    (whose emitter takes the kernel's tir.func)."""
+    return getattr(e, "target", "llvm") == "llvm" and getattr(e, "kernels", None) is not None \
+        and T.is_float(et) and (bias is None or bias.type.element_type is et)   # (a Scalar's type is its tensor's)
 
 
 def _flash(e, op, t, tensors, dims, scale, causal):
     """``te.extern`` of the FlashAttention kernel, whose tir.func goes to
     e.kernels: the inputs, then the index sizes it needs."""
     from ...ir.attributes import SymbolRef
-    from ..relay_to_te.flash_attention import flash_kernel
+    from .flash_attention import flash_kernel, register_tile
     from .schedules import vector_unit
-    from .schedules_attention import MAX_TILE_KEYS, rows
     q, k, v, bias = tensors
     layout, klayout, _ = op.layouts()
     vu = vector_unit(getattr(e, "target_spec", "llvm"))
-    block = rows(vu.accumulators)
-    tile = vu.lanes * max(1, min(vu.accumulators // block, MAX_TILE_KEYS // vu.lanes))
+    block, tile = register_tile(vu.lanes, vu.accumulators)
     bias_dims = None
     if isinstance(bias, Scalar):
         bias_dims, bias = float(bias.value), None
