@@ -309,13 +309,20 @@ def _expand_dims(op, ins, eqs, e):
     return x[:axis] + (1,) * n + x[axis:]
 
 
+def _repeat(op, ins, eqs, e):
+    """Along the axis: the size times the repeats (GQA's K and V heads)."""
+    x = ins[0]
+    a = op.attributes["axis"] % len(x)
+    return x[:a] + (e.mul(x[a], op.attributes["repeats"]),) + x[a + 1:]
+
+
 _RULES = {
     "nn.dense": _matmul, "nn.matmul": _matmul, "nn.batch_matmul": _batch_matmul,
     "nn.contrib_dense_pack": _dense_pack, "nn.attention": _attention, "arange_like": _arange_like,
     "nn.bias_add": _first, "nn.softmax": _first, "nn.log_softmax": _first, "nn.fast_softmax": _first,
     "nn.layer_norm": _first, "nn.l2_normalize": _first, "nn.dropout": _first, "nn.relu": _first,
     "transpose": _transpose, "reshape": _reshape, "take": _take, "expand_dims": _expand_dims,
-    "squeeze": _squeeze, "concatenate": _concatenate, "split": _split, "strided_slice": _strided_slice,
+    "squeeze": _squeeze, "concatenate": _concatenate, "repeat": _repeat, "split": _split, "strided_slice": _strided_slice,
     "sum": _reduce, "mean": _reduce, "max": _reduce, "min": _reduce, "prod": _reduce,
     "variance": _reduce, "std": _reduce, "argmax": _reduce, "argmin": _reduce,
     "all": _reduce, "any": _reduce,

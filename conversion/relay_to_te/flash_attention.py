@@ -138,13 +138,15 @@ class _Kernel:
         return self.e.op("tir.intrin", [x], [x.type], {"intrin": "exp"})
 
 
-def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, rows, width, tile, groups=8):
+def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, rows, width, tile, groups=8,
+                 empty_rows="nan"):
     """The tir.func @name(q, k, v, [bias], sizes..., out).
 
     dims: B, H, M, N, D (ints, or the index Values the caller passes for
     '?'), Dv (an int); types: the memref types of q, k, v, the bias and
     out; bias_shape: its dims (broadcast from the right to B, H, M, N), a
-    float for a splat bias, or None.  Returns (the tir.func, the size
+    float for a splat bias, or None; empty_rows: nn.attention's (a row
+    that sees no key is NaN, or 0).  Returns (the tir.func, the size
     Values in the order of its index parameters: the output's '?' sizes
     first, as te.extern sizes its result)."""
     B, H, M, N, D, Dv = dims
@@ -267,7 +269,10 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
             K.store(K.f(0.0), tmax[0], [0])
             with K.loop(0, W, "unrolled", "c") as c:
                 K.store(e.binary("add", K.load(tmax[0], [0]), K.load(lsum, [r, c])), tmax[0], [0])
-            inv = e.binary("div", K.f(1.0), K.load(tmax[0], [0]))
+            total = K.load(tmax[0], [0])
+            inv = e.binary("div", K.f(1.0), total)
+            if empty_rows == "zero":   # a row that saw no key (O = 0, l = 0): 0, not 0 / 0
+                inv = e.select(e.cmp("eq", total, K.f(0.0)), K.f(0.0), inv)
             i = e.add(base, r)
             with K.branch(e.cmp("lt", i, M)):
                 _store_row(K, O, out, layout, b, h, i, r, inv, WC, Dv)

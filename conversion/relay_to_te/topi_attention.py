@@ -108,10 +108,15 @@ def attention(e, op, args):
     acc = compute(e, _type((b, h, m, accumulator_columns(dv)), et), weighted, reduce=[("j", n)], reducer="sum",
                   names=["b", "h", "i", "c"], name="T_attn_acc", sizes=_sizes((b, h, m)))
 
+    zero_empty = op.attributes["empty_rows"] == "zero"
+
     def body(e, *idx):
         bi, hi, i, c = bhsd(layout, idx)
         rcp = e.binary("div", e.const(1.0, et), e.read(acc, [bi, hi, i, accumulator_columns(dv) - 1]))
-        return e.binary("mul", e.read(acc, [bi, hi, i, c]), rcp)
+        out = e.binary("mul", e.read(acc, [bi, hi, i, c]), rcp)
+        if zero_empty:   # a row that saw no key: 0 (its weights are exp(-inf - -inf), NaN)
+            out = e.select(e.cmp("eq", e.read(mx, [bi, hi, i]), e.const(float("-inf"), et)), e.const(0.0, et), out)
+        return out
     # the output's axes are named b, h, i, c in the layout's order: the schedule reads them
     return compute(e, t, body, names=list(from_bhsd(layout, "b", "h", "i", "c")), name=stage_name(op, "T_attention"))
 
@@ -144,7 +149,8 @@ def _flash(e, op, t, tensors, dims, scale, causal):
         types["bias"] = bias.type
     types = {n: T.MemRefType(x.shape, x.element_type) for n, x in types.items()}
     name = f"{e.func_name}_flash"
-    f, sizes = flash_kernel(name, dims, types, layout, klayout, bias_dims, scale, causal, block, vu.lanes, tile)
+    f, sizes = flash_kernel(name, dims, types, layout, klayout, bias_dims, scale, causal, block, vu.lanes, tile,
+                            empty_rows=op.attributes["empty_rows"])
     e.kernels.append(f)
     ins = [q, k, v] + ([bias] if bias is not None else [])
     return e.op("te.extern", ins + sizes, [t], {"callee": SymbolRef(name)}, name=stage_name(op, "T_attention"))

@@ -42,3 +42,13 @@ class StaticValueRequired(OnnxImportError):
     def __init__(self, loc, message, input_name=None):
         super().__init__(loc, message)
         self.input_name = input_name
+
+
+class UseFunctionBody(Exception):
+    """Raised by a converter, before it emits anything, for a form of its op
+    it leaves to the op's ONNX function body (the importer expands the
+    node instead): `why` is said once, in one line, as any fallback is."""
+
+    def __init__(self, why):
+        super().__init__(why)
+        self.why = why

@@ -18,12 +18,14 @@
 
 from __future__ import annotations
 
+import sys
+
 from ...ir import types as T
 from ...ir.diagnostics import DiagnosticError
 from ...ir.location import NameLoc
 from .dtypes import (elem_type_problem, onnx_type_name, tensor_problem, tensor_to_numpy, to_tvmd,
                      value_info_problem, value_info_type)
-from .errors import OnnxImportError, UnsupportedOpError
+from .errors import OnnxImportError, UnsupportedOpError, UseFunctionBody
 
 # Outputs of all-constant nodes up to this many elements are folded.
 FOLD_ELEMENTS = 1024
@@ -372,7 +374,17 @@ class GraphImporter:
         cx.builder.loc = loc
         saved_schemas, self.current_schemas = self.current_schemas, schemas
         try:
-            outs = fn(cx, node)
+            try:
+                outs = fn(cx, node)
+            except UseFunctionBody as why:
+                said = getattr(self, "_said_bodies", set())
+                self._said_bodies = said | {(node.op_type, why.why)}
+                if (node.op_type, why.why) not in said:   # once per op type and reason
+                    sys.stderr.write(f"tvmd: {node.op_type} nodes with {why.why} are converted through "
+                                     f"the op's ONNX function body\n")
+                if not self.expand_function(proto, domain, schemas):
+                    raise cx.unsupported(why.why) from None
+                return
             self.bind_outputs(node, outs)
         except DiagnosticError as e:
             # an op's own error ("'relay.reshape' op ..."): say which node built it

@@ -16,10 +16,14 @@
                                    positions, as when decoding after a KV cache)
         bias (optional operand)    added to the scaled scores; broadcasts (numpy's
                                    rules) to (B, H, M, N) whatever the layout
+        empty_rows = "nan" | "zero"
+                                   the output of a query that sees no key (every
+                                   score -inf): NaN, as softmax then gives (the
+                                   graph form, PyTorch), or 0 (ONNX's Attention)
 
 Per batch and head, out = softmax(scale * q k^T + bias, masked) v over the
 keys.  A masked score is -inf: a row with every key masked is NaN, as the
-softmax it replaces gives.  --fuse-attention makes the op from the graphs
+softmax it replaces gives (0 with empty_rows = "zero").  --fuse-attention makes the op from the graphs
 exporters produce (batch_matmul, softmax, the mask's add); the llvm
 lowering never stores the M x N scores (conversion/relay_to_te/
 topi_attention.py).
@@ -39,6 +43,7 @@ np = lazy_module("numpy")
 LAYOUTS = {"BSNH": (0, 2, 1, 3), "BNSH": (0, 1, 2, 3)}   # layout -> the axes (B, H, S, D) sit at
 KEY_LAYOUTS = dict(LAYOUTS, BNHS=(0, 1, 3, 2))
 CAUSAL = ("none", "top_left", "bottom_right")
+EMPTY_ROWS = ("nan", "zero")
 
 
 def bhsd(layout, shape):
@@ -68,7 +73,8 @@ class AttentionOp(RelayOp):
     name = "relay.nn.attention"
     OPERANDS = ("query", "key", "value", "*bias")
     ATTRS = {"scale": Attr(optional(FLOAT), None), "causal_mask": Attr(enum(*CAUSAL), "none"),
-             "layout": Attr(STR, "BSNH"), "key_layout": Attr(optional(STR), None)}
+             "layout": Attr(STR, "BSNH"), "key_layout": Attr(optional(STR), None),
+             "empty_rows": Attr(enum(*EMPTY_ROWS), "nan")}
     PATTERN = OpPattern.OPAQUE
 
     def head_dims(self, q):
@@ -132,9 +138,14 @@ class AttentionOp(RelayOp):
         kind = self.attributes["causal_mask"]
         if kind != "none":
             s = np.where(causal_visible(kind, np.arange(m)[:, None], np.arange(n)[None, :], m, n), s, -np.inf)
+        empty = np.nan if self.attributes["empty_rows"] == "nan" else 0.0
         if n == 0:   # no keys: 0 / 0, as the softmax and product it replaces give
-            return np.full(np.matmul(s, vh).transpose(np.argsort(perm)).shape, np.nan, q.dtype)
+            return np.full(np.matmul(s, vh).transpose(np.argsort(perm)).shape, empty, q.dtype)
         with np.errstate(all="ignore"):   # a row with every key masked is NaN, as softmax gives
-            s = np.exp(s - s.max(axis=-1, keepdims=True))
+            top = s.max(axis=-1, keepdims=True)
+            s = np.exp(s - top)
             p = s / s.sum(axis=-1, keepdims=True)
-        return np.matmul(p, vh).transpose(np.argsort(perm)).astype(q.dtype)
+            out = np.matmul(p, vh)
+        if empty == 0.0:
+            out = np.where(np.isneginf(top), 0.0, out)
+        return out.transpose(np.argsort(perm)).astype(q.dtype)

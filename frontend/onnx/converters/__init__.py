@@ -4,6 +4,7 @@ registers them all (registry.py loads it on the first conversion).
     math        arithmetic, comparison, logic, bit ops, unary math, Clip, Cast, Where
     activation  Relu family, Gelu, Softplus, ..., Softmax, LogSoftmax, Hardmax
     nn          Conv, ConvTranspose, Gemm, MatMul, pooling, Dropout, LRN
+    attention   Attention (one nn.attention)
     norm        batch / instance / layer / group / RMS / Lp / mean-variance norms
     reduce      Reduce*, ArgMax, ArgMin
     shape       Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split,
@@ -21,5 +22,5 @@ registers them all (registry.py loads it on the first conversion).
     ml          LabelEncoder, Binarizer, ArrayFeatureExtractor (ai.onnx.ml)
 """
 
-from . import (activation, control, generator, image, indexing, math, ml, nn, norm, quantize,  # noqa: F401
+from . import (activation, attention, control, generator, image, indexing, math, ml, nn, norm, quantize,  # noqa: F401
                quantize_contrib, reduce, rnn, sequence, shape, strings, training)
