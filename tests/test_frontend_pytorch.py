@@ -294,3 +294,37 @@ def test_transformers_models_match_torch(name):
     got = run(mod, *[v.numpy() for v in inputs.values()])[0]
     w = want.numpy()
     np.testing.assert_allclose(got, w, rtol=RTOL, atol=RTOL * float(np.abs(w).max()))
+
+
+class SDPA(torch.nn.Module):
+    def __init__(self, causal=False, scale=None):
+        super().__init__()
+        self.causal, self.scale = causal, scale
+
+    def forward(self, q, k, v, mask=None):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=self.causal,
+                                                                scale=self.scale)
+
+
+@pytest.mark.parametrize("form", ["causal", "bool-mask", "float-mask", "scale", "3d"])
+def test_sdpa_is_one_attention_op(form):
+    """4-d scaled_dot_product_attention becomes one nn.attention (its causal
+    mask torch's top-left tril, with more keys than queries here; a bool
+    mask's row with no key NaN on both sides); 3-d stays the products and
+    softmax it stands for."""
+    g = torch.Generator().manual_seed(7)
+    shape = (2, 3, 5, 8) if form != "3d" else (3, 5, 8)
+    q = torch.randn(*shape, generator=g)
+    k, v = (torch.randn(*shape[:-2], 7, 8, generator=g) for _ in range(2))
+    inputs = [q, k, v]
+    if form == "bool-mask":
+        mask = torch.rand(2, 1, 5, 7, generator=g) > 0.3
+        mask[0, 0, 2] = False   # query 2 of batch 0 sees no key
+        inputs.append(mask)
+    elif form == "float-mask":
+        inputs.append(torch.randn(1, 3, 5, 7, generator=g))
+    model = SDPA(causal=form == "causal", scale=0.2 if form == "scale" else None)
+    text = check(model, inputs, "export")
+    assert ("nn.attention(" in text) == (form != "3d") and ("nn.softmax" in text) == (form == "3d")
+    if form == "causal":
+        assert 'causal_mask = "top_left"' in text

@@ -477,15 +477,28 @@ def embedding(cx, a):
 
 @converter("scaled_dot_product_attention")
 def sdpa(cx, a):
+    """4-d (batch, heads, L, E) operands: one nn.attention ("BNSH";
+    is_causal is torch's tril, top-left; a bool mask becomes a 0 / -inf
+    bias; a query that sees no key gives 0, as torch's safe softmax does).
+    Other ranks: the product, softmax and product it stands for."""
     q, k, v = a["query"], a["key"], a["value"]
     if a.get("dropout_p", 0.0):
         raise cx.unsupported("scaled_dot_product_attention with dropout")
+    mask = a.get("attn_mask")
+    if cx.rank(q) == cx.rank(k) == cx.rank(v) == 4 and not a.get("enable_gqa") and \
+            (mask is None or cx.rank(mask) <= 4):
+        bias = []
+        if mask is not None:
+            bias = [cx.op("where", mask, cx.scalar(0.0, q), cx.scalar(float("-inf"), q))
+                    if cx.dtype(mask) is T.i1 else cx.op("cast", mask, dtype=cx.dtype(q))]
+        scale = a.get("scale")
+        return cx.op("nn.attention", q, k, v, *bias, layout="BNSH", scale=None if scale is None else float(scale),
+                     causal_mask="top_left" if a.get("is_causal") else "none", empty_rows="zero")
     d = cx.shape(q)[-1]
     scale = a.get("scale") or 1.0 / float(np.sqrt(d))
     kt = cx.op("transpose", k, axes=list(range(cx.rank(k) - 2)) + [cx.rank(k) - 1, cx.rank(k) - 2])
     s = matmul(cx, Args({"self": q, "other": kt}))
     s = cx.op("multiply", s, cx.scalar(float(scale), s))
-    mask = a.get("attn_mask")
     if a.get("is_causal"):
         lq, lk = cx.static_shape(q)[-2], cx.static_shape(k)[-2]
         causal = np.tril(np.ones((lq, lk), dtype=bool))
