@@ -75,7 +75,7 @@ class _Kernel:
     @contextmanager
     def loop(self, lo, hi, kind="serial", name="i"):
         e = self.e
-        loop = ForOp.create(lo, e.val(hi) if isinstance(hi, Value) else hi, kind=kind, name=name)
+        loop = ForOp.create(lo, hi, kind=kind, name=name)   # each bound an int or an index Value
         e.block.append(loop)
         outer = e.block
         e.at(loop.body)
@@ -89,8 +89,8 @@ class _Kernel:
         """``with K.branch(c) as orelse:`` emits its body under ``tir.if c``;
         inside, ``with orelse(c2):`` emits into the else region, under c2
         (True for a plain else; c2 emitted before the branch, which it must
-        dominate).  A condition known at build time emits
-        its branch alone (the other into a block that is dropped)."""
+        dominate).  A condition known at build time emits its branch alone
+        (the other into a block that is dropped)."""
         e = self.e
         outer = e.block
         if cond is True or cond is False:
