@@ -330,3 +330,23 @@ def test_type_errors():
                 f"  %0 = nn.attention(%q, %k, %v){attrs} : tensor<1x5x2x8xf32>\n  return %0\n}}\n")
         with pytest.raises(DiagnosticError, match=msg):
             fused(text)
+
+
+@pytest.mark.parametrize("kv_heads,layout", [(1, "BNSH"), (2, "BSNH"), (3, "BNSH")])
+def test_grouped_query_heads_read_their_group_s_key_and_value(kv_heads, layout):
+    """6 query heads over fewer key / value heads: query head h reads head
+    h // (6 / kv_heads) of k and v, as ONNX's Attention and Llama-style
+    models have it; no copy of k and v is made (no repeat in the graph)."""
+    rng = np.random.default_rng(kv_heads)
+    m, n = 37, 70
+    q = rng.standard_normal(_in_layout(layout, 2, 6, m, 16)).astype(np.float32)
+    k, v = (rng.standard_normal(_in_layout(layout, 2, kv_heads, n, 16)).astype(np.float32) for _ in range(2))
+    attrs = {"causal_mask": "bottom_right", "layout": layout}
+    text = attention_module([q.shape, k.shape, v.shape], None, attrs, True)
+    got = build(text, fallback=False).run(q, k, v)
+    p = PERM[layout]
+    kr, vr = (np.repeat(x.transpose(p), 6 // kv_heads, axis=1).transpose(np.argsort(p)) for x in (k, v))
+    np.testing.assert_allclose(got, reference(q, kr, vr, causal="bottom_right", layout=layout), rtol=2e-5, atol=2e-5)
+    with pytest.raises(Exception, match="neither the key's and value's 4 nor a multiple"):
+        parse_module(attention_module([q.shape, _in_layout(layout, 2, 4, n, 16), _in_layout(layout, 2, 4, n, 16)],
+                                      None, attrs, True), "t.relay").verify()

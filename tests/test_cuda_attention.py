@@ -24,16 +24,17 @@ from test_cuda_schedules import relay_kernel  # noqa: E402
 from topi_check import prim  # noqa: E402
 
 
-def attention(b, h, m, n, d, causal="none", bias=None, layout="BNSH"):
-    shape = (lambda s: f"tensor<{b}x{h}x{s}x{d}xf32>") if layout == "BNSH" else \
-        (lambda s: f"tensor<{b}x{s}x{h}x{d}xf32>")
-    params = [("q", shape(m)), ("k", shape(n)), ("v", shape(n))]
+def attention(b, h, m, n, d, causal="none", bias=None, layout="BNSH", kv_heads=None, empty_rows="nan"):
+    shape = (lambda s, h=h: f"tensor<{b}x{h}x{s}x{d}xf32>") if layout == "BNSH" else \
+        (lambda s, h=h: f"tensor<{b}x{s}x{h}x{d}xf32>")
+    kvh = kv_heads or h
+    params = [("q", shape(m)), ("k", shape(n, kvh)), ("v", shape(n, kvh))]
     args = "%q, %k, %v"
     if bias:
         params.append(("mask", f"tensor<{bias}xf32>"))
         args += ", %mask"
-    return prim(params, [f'%r = nn.attention({args}) {{layout = "{layout}", causal_mask = "{causal}"}} : '
-                         f"{shape(m)}"])
+    return prim(params, [f'%r = nn.attention({args}) {{layout = "{layout}", causal_mask = "{causal}", '
+                         f'empty_rows = "{empty_rows}"}} : {shape(m)}'])
 
 
 def lowered(text, seed=0):
@@ -101,3 +102,14 @@ def test_nvcc_compiles_the_attention_kernel():
         m, _, _ = lowered(attention(*case))
         cubin = compile_cuda(generate(m)[0], "sm_90", "cubin")
         assert cubin[:4] == b"\x7fELF"
+
+
+def test_grouped_query_heads_and_rows_with_no_key():
+    """4 query heads over 2 key / value heads (head h reads h // 2), and
+    bottom_right with fewer keys than queries: the first rows see no key,
+    0 with empty_rows = "zero"; equal to the numpy compute."""
+    m, args, want = lowered(attention(1, 4, 32, 16, 8, "bottom_right", kv_heads=2, empty_rows="zero"))
+    out = np.empty(want[0].shape, np.float32)
+    emulate(m)["k"](*args, out)
+    assert np.all(want[0][:, :, :16] == 0) and not np.isnan(want[0]).any()
+    np.testing.assert_allclose(out, want[0], rtol=1e-5, atol=1e-6)

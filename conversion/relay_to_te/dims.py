@@ -150,12 +150,17 @@ def _batch_matmul(op, ins, eqs, e):
 
 def _attention(op, ins, eqs, e):
     """The query's dims with the value's head_dim last; the keys' and
-    values' lengths, batches and heads agree."""
+    values' lengths, batches and heads agree (the query's heads too, but
+    for grouped-query attention's static multiple)."""
     from ...dialects.relay.ops.attention import bhsd, from_bhsd
     layout = op.attributes["layout"]
     (b, h, m, d), (kb, kh, n, kd), (vb, vh, vn, dv) = (bhsd(lay, x) for lay, x in zip(op.layouts(), ins[:3]))
     _merge([d, kd], eqs)
-    full = (_merge([b, kb, vb], eqs), _merge([h, kh, vh], eqs), m, _merge([n, vn], eqs))
+    grouped = isinstance(h, int) and isinstance(kh, int) and h != kh   # grouped-query: fewer K/V heads
+    if grouped:
+        _merge([kh, vh], eqs)
+    heads = h if grouped else _merge([h, kh, vh], eqs)
+    full = (_merge([b, kb, vb], eqs), heads, m, _merge([n, vn], eqs))
     if len(ins) > 3:   # the bias: each '?' is the full size it stands for (never a broadcast 1)
         bias = ins[3]
         for x, y in zip(bias, full[4 - len(bias):]):

@@ -139,14 +139,16 @@ class _Kernel:
 
 
 def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, rows, width, tile, groups=8,
-                 empty_rows="nan"):
+                 empty_rows="nan", kv_group=1):
     """The tir.func @name(q, k, v, [bias], sizes..., out).
 
     dims: B, H, M, N, D (ints, or the index Values the caller passes for
     '?'), Dv (an int); types: the memref types of q, k, v, the bias and
     out; bias_shape: its dims (broadcast from the right to B, H, M, N), a
     float for a splat bias, or None; empty_rows: nn.attention's (a row
-    that sees no key is NaN, or 0).  Returns (the tir.func, the size
+    that sees no key is NaN, or 0); kv_group: query heads per key / value
+    head (grouped-query attention: head h reads k and v of h // kv_group,
+    no copy of them).  Returns (the tir.func, the size
     Values in the order of its index parameters: the output's '?' sizes
     first, as te.extern sizes its result)."""
     B, H, M, N, D, Dv = dims
@@ -193,6 +195,7 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
         blk = e.floormod(bhq, nblocks)
         bh = e.floordiv(bhq, nblocks)
         b, h = e.floordiv(bh, H), e.floormod(bh, H)
+        hkv = e.floordiv(h, kv_group)
         base = e.mul(blk, RB)
         S = K.alloc((R, TK), "S")
         O = K.alloc((RB, Dv), "O")
@@ -228,7 +231,7 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                         key = e.add(j0, jj)
                         if guarded:
                             key = e.select(e.cmp("lt", key, N), key, e.const(0))
-                        kv = at(k, klayout, b, h, key, d)
+                        kv = at(k, klayout, b, hkv, key, d)
                         K.store(e.binary("add", K.load(S, [r, jj]), e.binary("mul", qs, kv)), S, [r, jj])
             for r in range(R):
                 with K.loop(0, TK // W, "unrolled", "ju") as ju, K.loop(0, W, "vectorized", "jv") as jv:
@@ -246,7 +249,7 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                 _row_max(K, S, tmax, r, TK, W)
                 K.store(K.load(tmax[0], [0]), rmax, [r])
             _online_softmax(K, S, O, mrow, lsum, rmax, alpha, e.mul(g, R), R, TK, W, WC, Dv)
-            _weighted_values(K, S, O, v, layout, b, h, j0, N if guarded else None, state, TK, WC, group, Dv)
+            _weighted_values(K, S, O, v, layout, b, hkv, j0, N if guarded else None, state, TK, WC, group, Dv)
 
         last = e.index("min", e.add(base, RB - 1), e.sub(M, 1))
         with K.loop(0, e.floordiv(e.add(limit(last), TK - 1), TK), "serial", "jt") as jt:   # tiles a row sees

@@ -57,6 +57,9 @@ def attention(e, op, args):
     (qb, qh, m, qd), (kb, kh, n, kd), (_, _, vn, dv) = (bhsd(lay, operand_dims(e, i, a))
                                                          for i, (lay, a) in enumerate(zip(op.layouts(), (q, k, v))))
     b, h, d, n = static_first(qb, kb), static_first(qh, kh), static_first(qd, kd), static_first(n, vn)
+    # grouped-query attention: query head h reads key / value head h // group
+    group = qh // kh if type(qh) is int and type(kh) is int and qh != kh else 1
+    h = qh if group > 1 else h
     if type(dv) is not int:
         raise NotImplementedError("the value's head_dim must be static")
     scale = op.attributes["scale"]
@@ -65,7 +68,7 @@ def attention(e, op, args):
         raise NotImplementedError("a '?' head_dim needs the scale attribute")
     causal = op.attributes["causal_mask"]
     if flash:
-        return _flash(e, op, t, (q, k, v, bias), (b, h, m, n, d, dv), scale, causal)
+        return _flash(e, op, t, (q, k, v, bias), (b, h, m, n, d, dv), scale, causal, group)
 
     def at(x, lay, bi, hi, si, di):
         return e.read(x, list(from_bhsd(lay, bi, hi, si, di)))
@@ -73,7 +76,7 @@ def attention(e, op, args):
     def qk(name):
         return compute(e, _type((b, h, m, n), et),
                        lambda e, bi, hi, i, j, r: e.binary("mul", at(q, layout, bi, hi, i, r),
-                                                           at(k, klayout, bi, hi, j, r)),
+                                                           at(k, klayout, bi, e.floordiv(hi, group), j, r)),
                        reduce=[("d", d)], reducer="sum", names=["b", "h", "i", "j"], name=name,
                        sizes=_sizes((b, h, m, n)))
     s1 = qk("T_attn_qk")
@@ -102,7 +105,7 @@ def attention(e, op, args):
 
     def weighted(e, bi, hi, i, c, j):
         inside = e.cmp("lt", c, dv)
-        vv = e.read(v, list(from_bhsd(layout, bi, hi, j, c)), guard=inside,
+        vv = e.read(v, list(from_bhsd(layout, bi, e.floordiv(hi, group), j, c)), guard=inside,
                     else_value=1.0)
         return e.binary("mul", e.read(p, [bi, hi, i, j]), vv)
     acc = compute(e, _type((b, h, m, accumulator_columns(dv)), et), weighted, reduce=[("j", n)], reducer="sum",
@@ -129,7 +132,7 @@ def _flash_applies(e, et, bias):
         and T.is_float(et) and (bias is None or bias.type.element_type is et)   # (a Scalar's type is its tensor's)
 
 
-def _flash(e, op, t, tensors, dims, scale, causal):
+def _flash(e, op, t, tensors, dims, scale, causal, group):
     """``te.extern`` of the FlashAttention kernel, whose tir.func goes to
     e.kernels: the inputs, then the index sizes it needs."""
     from ...ir.attributes import SymbolRef
@@ -150,7 +153,7 @@ def _flash(e, op, t, tensors, dims, scale, causal):
     types = {n: T.MemRefType(x.shape, x.element_type) for n, x in types.items()}
     name = f"{e.func_name}_flash"
     f, sizes = flash_kernel(name, dims, types, layout, klayout, bias_dims, scale, causal, block, vu.lanes, tile,
-                            empty_rows=op.attributes["empty_rows"])
+                            empty_rows=op.attributes["empty_rows"], kv_group=group)
     e.kernels.append(f)
     ins = [q, k, v] + ([bias] if bias is not None else [])
     return e.op("te.extern", ins + sizes, [t], {"callee": SymbolRef(name)}, name=stage_name(op, "T_attention"))

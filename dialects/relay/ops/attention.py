@@ -20,11 +20,13 @@
                                    the output of a query that sees no key (every
                                    score -inf): NaN, as softmax then gives (the
                                    graph form, PyTorch), or 0 (ONNX's Attention)
+        k and v may have fewer heads than q, a static divisor (grouped-query
+        attention): query head h reads key / value head h // (H / Hkv)
 
 Per batch and head, out = softmax(scale * q k^T + bias, masked) v over the
 keys.  A masked score is -inf: a row with every key masked is NaN, as the
-softmax it replaces gives (0 with empty_rows = "zero").  --fuse-attention makes the op from the graphs
-exporters produce (batch_matmul, softmax, the mask's add); the llvm
+softmax it replaces gives (0 with empty_rows = "zero").  --fuse-attention
+makes the op from the graphs exporters produce (batch_matmul, softmax, the mask's add); the llvm
 lowering never stores the M x N scores (conversion/relay_to_te/
 topi_attention.py).
 """
@@ -108,10 +110,13 @@ class AttentionOp(RelayOp):
             raise self.error(f"expects 4-d query, key and value ({layout}), got {q}, {k} and {v}")
         (b, h, m, d), (bk, hk, n, dk), (bv, hv, nv, dv) = (bhsd(lay, t.shape)
                                                            for lay, t in zip(self.layouts(), (q, k, v)))
-        for what, x, y in (("batch", b, bk), ("batch", b, bv), ("heads", h, hk), ("heads", h, hv),
+        for what, x, y in (("batch", b, bk), ("batch", b, bv), ("heads", hk, hv),
                            ("head_dim", d, dk), ("key length", n, nv)):
             if not dims_match(x, y):
                 raise self.error(f"{what} differs between query, key and value: {x} and {y}")
+        if not dims_match(h, hk) and not (isinstance(h, int) and isinstance(hk, int) and hk and h % hk == 0):
+            raise self.error(f"the query's {h} heads are neither the key's and value's {hk} nor a multiple "
+                             f"of them (grouped-query attention)")
         b = b if b is not None else bk
         h = h if h is not None else hk
         if bias:
@@ -131,6 +136,8 @@ class AttentionOp(RelayOp):
         perm = LAYOUTS[self.attributes["layout"]]
         qh, kh, vh = (x.astype(np.float64).transpose(KEY_LAYOUTS[lay])
                       for lay, x in zip(self.layouts(), (q, k, v)))
+        if kh.shape[1] != qh.shape[1]:   # grouped-query: each key / value head serves consecutive query heads
+            kh, vh = (np.repeat(x, qh.shape[1] // x.shape[1], axis=1) for x in (kh, vh))
         m, n = qh.shape[2], kh.shape[2]
         s = np.matmul(qh, kh.transpose(0, 1, 3, 2)) * self.scale_value(qh.shape[3])
         if bias:

@@ -17,8 +17,8 @@ transpose is made.  The rest, per the operator's definition:
                            "bottom_right" with one (S_kv = past + S_q)
     scale                  the factor on Q·Kᵀ (default 1 / sqrt(head_size))
     kv_num_heads < q_num_heads
-                           grouped-query attention: each K / V head repeated
-                           q / kv times, consecutively (relay repeat)
+                           grouped-query attention, which nn.attention reads
+                           as it is (query head h, K / V head h // (q / kv))
     a row that sees no key Y = 0 (empty_rows = "zero")
 
 softcap, the qk_matmul_output output, softmax_precision other than the
@@ -50,20 +50,18 @@ def attention(cx, node):
         if qh <= 0 or kh <= 0:
             raise cx.error("3-d Q, K and V need the q_num_heads and kv_num_heads attributes")
         q, k, v = (_split_heads(cx, x, n, what) for x, n, what in ((q, qh, "Q"), (k, kh, "K"), (v, kh, "V")))
-        seq_axis, head_axis, layout = 1, 2, "BSNH"
+        seq_axis, layout = 1, "BSNH"
     else:
         qh, kh = cx.shape(q)[1], cx.shape(k)[1]
-        seq_axis, head_axis, layout = 2, 1, "BNSH"
+        seq_axis, layout = 2, "BNSH"
     if past_k is not None:   # the cache is (B, kv_heads, past, head_size) whatever the rank
         if rank == 3:
             past_k, past_v = (cx.op("transpose", x, axes=[0, 2, 1, 3]) for x in (past_k, past_v))
         k = cx.op("concatenate", past_k, k, axis=seq_axis)
         v = cx.op("concatenate", past_v, v, axis=seq_axis)
     presents = [k, v] if rank == 4 else [cx.op("transpose", x, axes=[0, 2, 1, 3]) for x in (k, v)]
-    if qh is not None and kh is not None and qh != kh:
-        if qh % kh:
-            raise cx.error(f"q_num_heads ({qh}) must be a multiple of kv_num_heads ({kh})")
-        k, v = (cx.op("repeat", x, repeats=qh // kh, axis=head_axis) for x in (k, v))
+    if qh is not None and kh is not None and qh % kh:
+        raise cx.error(f"q_num_heads ({qh}) must be a multiple of kv_num_heads ({kh})")
     bias = None if mask is None else _bias(cx, cx.tensor(mask, "attn_mask"), q, k, seq_axis)
     causal = "none"
     if node.attr("is_causal", 0):
