@@ -98,6 +98,7 @@ class GraphImporter:
         self.checked_graphs = {}  # id -> subgraph that check_graph accepted
         self.unrolled = 0         # node copies made so far (see MAX_UNROLLED_NODES)
         self.expanding = set()    # (domain, name) of the function bodies being expanded
+        self.said_bodies = set()  # (op type, why) of the converters' UseFunctionBody already said
 
     # -- the whole graph -----------------------------------------------------
 
@@ -377,9 +378,8 @@ class GraphImporter:
             try:
                 outs = fn(cx, node)
             except UseFunctionBody as why:
-                said = getattr(self, "_said_bodies", set())
-                self._said_bodies = said | {(node.op_type, why.why)}
-                if (node.op_type, why.why) not in said:   # once per op type and reason
+                if (node.op_type, why.why) not in self.said_bodies:   # once per op type and reason
+                    self.said_bodies.add((node.op_type, why.why))
                     sys.stderr.write(f"tvmd: {node.op_type} nodes with {why.why} are converted through "
                                      f"the op's ONNX function body\n")
                 if not self.expand_function(proto, domain, schemas):
