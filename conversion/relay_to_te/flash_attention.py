@@ -204,6 +204,9 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
         tmax = [K.alloc((W,), "tmax"), K.alloc((W,), "tmax2")]
         rmax = K.alloc((R,), "rmax")   # a tile's row maxima, then each row's exponent base
         alpha = K.alloc((R,), "alpha")
+        iota = e.op("tir.alloc", [], [T.MemRefType((TK,), T.i32, "local")], name="iota")   # 0, 1, .. TK - 1
+        with K.loop(0, TK, "serial", "j") as j:
+            K.store(e.cast(j, T.i32), iota, [j])
         with K.loop(0, RB, "serial", "r") as r:
             K.store(K.f(NEG_INF), mrow, [r])
             with K.loop(0, W, "vectorized", "c") as c:
@@ -211,9 +214,14 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
             with K.loop(0, Dv // WC, "unrolled", "cu") as cu, K.loop(0, WC, "vectorized", "c") as c:
                 K.store(K.f(0.0), O, [r, e.add(e.mul(cu, WC), c)])
 
-        def tile(j0, g, guarded):
+        def tile(j0, g, kind):
             """One tile of keys from j0 for the block's group g of R rows:
-            scores, online softmax, P · V."""
+            scores, online softmax, P · V.  kind: "whole" (every row sees
+            every key), "masked" (a causal diagonal cuts it: each key's
+            offset in the tile, from iota, compared with the row's limit,
+            one vector compare) or "tail" (it passes the last key: the key
+            index clamped too, lane by lane)."""
+            guarded = kind == "tail"
             i0 = e.add(base, e.mul(g, R))
             row = [e.index("min", e.add(i0, r), e.sub(M, 1)) for r in range(R)]   # past M: the last row again
             state = [e.add(e.mul(g, R), r) for r in range(R)]
@@ -243,8 +251,9 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                         s = e.binary("add", s, K.read(args["bias"], _bias_index(bshape, (b, h, row[r], bkey))))
                     elif bias_shape is not None:
                         s = e.binary("add", s, K.f(bias_shape))
-                    if guarded:
-                        s = e.select(e.cmp("lt", key, limit(row[r])), s, K.f(NEG_INF))
+                    if kind != "whole":
+                        seen = e.cast(e.sub(limit(row[r]), j0), T.i32)   # keys of the tile row r sees
+                        s = e.select(e.cmp("lt", K.load(iota, [jj]), seen), s, K.f(NEG_INF))
                     K.store(s, S, [r, jj])
                 _row_max(K, S, tmax, r, TK, W)
                 K.store(K.load(tmax[0], [0]), rmax, [r])
@@ -264,10 +273,13 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                 live = e.cmp("lt", i0, M)
                 whole = e.and_(live, e.cmp("le", e.add(j0, TK), first))
                 some = e.and_(live, e.cmp("lt", j0, seen))
+                inside = e.and_(some, e.cmp("le", e.add(j0, TK), N))
                 with K.branch(whole) as orelse:
-                    tile(j0, g, False)
-                    with orelse(some):
-                        tile(j0, g, True)
+                    tile(j0, g, "whole")
+                    with orelse(inside) as tail:
+                        tile(j0, g, "masked")
+                        with tail(some):
+                            tile(j0, g, "tail")
         with K.loop(0, RB, "serial", "r") as r:
             K.store(K.f(0.0), tmax[0], [0])
             with K.loop(0, W, "unrolled", "c") as c:

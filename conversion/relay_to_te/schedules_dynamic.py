@@ -212,13 +212,30 @@ def _attach_axis(o, inner):
     return dyn[-1] if dyn else None
 
 
+def _contiguous_in(c, iv):
+    """Whether every read of compute `c` that moves with axis `iv` moves along
+    its last dimension only: a read along another (a transpose's '?'
+    sequence, stride 768) makes LLVM's vectoriser give up on the loop it was
+    told to vectorize, and say so on stderr."""
+    def depends(x):
+        if x is iv:
+            return True
+        d = x.defining_op()
+        return d is not None and any(depends(o) for o in d.operands)
+    for op in c.walk():
+        if op.name == "te.read" and any(depends(x) for x in op.indices[:-1]):
+            return False
+    return True
+
+
 def _vectorize_parallel(s, c, axes, width):
     """Parallel outermost axis that is not a static 1 (a batch of one
     leaves the next axis: the heads of a KV cache's K transposed per
     decoding step, 2.5 -> 4.5 GB/s on 2 threads); vectorized innermost
     spatial axis: split by `width` where static and a multiple of it (no
-    tail), else, where '?', left whole to LLVM's vectoriser (it makes the
-    tail); the reduction vectorized as _vectorize_reduction says."""
+    tail), else, where '?' and every read moves along its own last
+    dimension, left whole to LLVM's vectoriser (it makes the tail); the
+    reduction vectorized as _vectorize_reduction says."""
     rank = c.rank
     _vectorize_reduction(s, c, axes, width)
     if rank == 0:
@@ -228,7 +245,7 @@ def _vectorize_parallel(s, c, axes, width):
         if last is not None and last % width == 0:
             _, vec = s.split(axes[rank - 1], factor=width)
             s.vectorize(vec)
-        elif last is None:
+        elif last is None and _contiguous_in(c, c.body.args[rank - 1]):
             s.vectorize(axes[rank - 1])
     shape = c.tensor_type.shape
     outer = next((k for k in range(rank - 1) if shape[k] != 1), 0)

