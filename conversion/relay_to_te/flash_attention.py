@@ -25,9 +25,10 @@ the block's 32 rows.  No buffer grows with the sequence: per thread R x T
 scores and G·R x Dv sums.  A row whose keys are all hidden keeps m = -inf
 (its exponent's base is then 0, so nothing is NaN on the way) and ends
 0 / 0 = NaN, as the softmax it replaces.  Tiles every row of the group
-sees in whole run without masks or guards; the others (the causal
-diagonal, the last partial tile) compare each key with the row's limit
-and clamp their key index.  Arithmetic is f32 (f64 for f64 operands);
+sees in whole run without masks or guards; the ones the causal diagonal
+cuts compare each key's offset (iota) with the row's limit, one vector
+compare; only the tile past the last key clamps its key index, lane by
+lane.  Arithmetic is f32 (f64 for f64 operands);
 f16 and bf16 operands are widened as they are read.
 """
 
