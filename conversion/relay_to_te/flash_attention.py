@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ...dialects.relay.ops.attention import from_bhsd
+from ...dialects.relay.ops.attention import bias_index, from_bhsd
 from ...dialects.te.builder import Emitter
 from ...dialects.tir.ops import ForOp, FuncOp, IfOp
 from ...ir import types as T
@@ -254,7 +254,7 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                         s = e.binary("mul", K.load(S, [r, jj]), K.f(scale))
                         if bshape is not None:
                             bkey = e.select(e.cmp("lt", key, N), key, e.const(0)) if guarded else key
-                            s = e.binary("add", s, K.read(args["bias"], _bias_index(bshape, (b, h, row[r], bkey))))
+                            s = e.binary("add", s, K.read(args["bias"], bias_index(bshape, (b, h, row[r], bkey))))
                         elif bias_shape is not None:
                             s = e.binary("add", s, K.f(bias_shape))
                         if kind != "whole":
@@ -390,10 +390,3 @@ def _store_row(K, O, out, layout, b, h, i, r, inv, WC, Dv):
         col = e.add(e.mul(cu, WC), c)
         K.store(e.cast(e.binary("mul", K.load(O, [r, col]), inv), out.type.element_type), out,
                 list(from_bhsd(layout, b, h, i, col)))
-
-
-def _bias_index(shape, idx):
-    """The bias's index at (b, h, i, j): numpy broadcasting from the right,
-    0 along a static axis of size 1."""
-    tail = idx[len(idx) - len(shape):] if shape else ()
-    return [0 if s == 1 else x for s, x in zip(shape, tail)]

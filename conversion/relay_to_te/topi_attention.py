@@ -28,7 +28,7 @@ rows of scores: they would not fit a block's shared memory.
 
 from __future__ import annotations
 
-from ...dialects.relay.ops.attention import bhsd, from_bhsd
+from ...dialects.relay.ops.attention import bhsd, bias_index, from_bhsd
 from ...dialects.te.builder import compute
 from ...ir import types as T
 from .registry import Scalar, as_tensor, operand_dims, out_type, stage_name, static_first, strategy
@@ -58,8 +58,7 @@ def attention(e, op, args):
                                                          for i, (lay, a) in enumerate(zip(op.layouts(), (q, k, v))))
     b, h, d, n = static_first(qb, kb), static_first(qh, kh), static_first(qd, kd), static_first(n, vn)
     # grouped-query attention: query head h reads key / value head h // group
-    group = qh // kh if type(qh) is int and type(kh) is int and qh != kh else 1
-    h = qh if group > 1 else h
+    group = qh // kh if type(qh) is int and type(kh) is int and qh != kh else 1   # (h is then qh)
     if type(dv) is not int:
         raise NotImplementedError("the value's head_dim must be static")
     scale = op.attributes["scale"]
@@ -84,7 +83,7 @@ def attention(e, op, args):
     def score(e, s, bi, hi, i, j):
         x = e.binary("mul", e.read(s, [bi, hi, i, j]), e.const(scale, et))
         if bias is not None:
-            x = e.binary("add", x, e.read(bias, _bias_index(e, bias, (bi, hi, i, j))))
+            x = e.binary("add", x, e.read(bias, bias_index(bias.type.shape, (bi, hi, i, j))))
         if causal != "none":
             lim = i if causal == "top_left" else e.add(i, e.sub(n, m))
             x = e.select(e.cmp("le", j, lim), x, e.const(float("-inf"), et))
@@ -163,12 +162,3 @@ def accumulator_columns(dv):
     """Dv and the denominator's columns: Dv + 1 rounded up to a multiple of
     8, an AVX2 vector (every column past Dv holds the denominator)."""
     return (dv + 8) // 8 * 8
-
-
-def _bias_index(e, bias, idx):
-    """The bias's index at (b, h, i, j): numpy broadcasting from the right,
-    0 along a static axis of size 1."""
-    shape = bias.type.shape
-    tail = idx[len(idx) - len(shape):] if shape else ()
-    return [e.const(0) if s == 1 else x for s, x in zip(shape, tail)]
-

@@ -61,6 +61,13 @@ def from_bhsd(layout, b, h, s, d):
     return tuple(out)
 
 
+def bias_index(shape, idx):
+    """The index into a bias of `shape` at (b, h, i, j): numpy broadcasting
+    from the right, 0 along a static axis of size 1."""
+    tail = idx[len(idx) - len(shape):] if shape else ()
+    return [0 if s == 1 else x for s, x in zip(shape, tail)]
+
+
 def causal_visible(kind, i, j, m, n):
     """Whether query i (of m) sees key j (of n); numpy arrays broadcast."""
     if kind == "top_left":
