@@ -12,16 +12,19 @@ tvmd prepares it once per variant through the ONNX backend: "fused" (the
 default, --fuse-attention at -O3) and "unfused" (the same build with
 fuse-attention disabled); every length runs on those two builds.  Times:
 the three engines interleaved in one process (bench/models.py), medians
-and IQR spread, GFLOP/s of the useful work (4·seq²·head_dim·heads: Q·Kᵀ and
-P·V) beside the machine's limit.  Peak memory: each engine and length in a
+and IQR spread, GFLOP/s of the useful work (Q·Kᵀ and P·V over the keys
+each query sees, 4·seq·(seq+1)/2·head_dim·heads) beside the machine's
+limit.  The mask hides keys with float32's lowest value, as GPT-2's
+code does: the fused kernel skips a tile of keys the mask hides from a
+whole group of rows, as it skips the tiles past an op's own causal
+diagonal.  Peak memory: each engine and length in a
 fresh process, the resident set's growth during one run (sampled each
 millisecond) after a warm-up at 8 tokens, over what the inputs already
 hold: the scores a run stores, its output and any copies it makes.
 With --causal-op the model is ONNX's Attention node (opset 23, 3-d,
 is_causal) instead: tvmd imports it as nn.attention with its own causal
 mask, whose kernel skips the key tiles past each block's diagonal
-(GFLOP/s counts the keys each query sees, about half); onnxruntime runs
-the same node.
+without reading a mask; onnxruntime runs the same node.
 Numbers only: this never passes or fails.
 """
 
@@ -77,7 +80,7 @@ def feeds(seq, heads, dh, seed=0, causal_op=False):
     q, k, v = (rng.standard_normal((1, seq, heads, dh)).astype(np.float32) for _ in range(3))
     if causal_op:
         return {n: x.reshape(1, seq, heads * dh) for n, x in zip("qkv", (q, k, v))}
-    mask = np.triu(np.full((seq, seq), -1e9, np.float32), 1)[None, None]
+    mask = np.triu(np.full((seq, seq), np.finfo(np.float32).min, np.float32), 1)[None, None]   # as HF's GPT-2 masks
     return {"q": q, "k": k, "v": v, "mask": mask}
 
 
@@ -141,8 +144,7 @@ def main(argv=None):
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     ap.add_argument("--causal-op", action="store_true",
                     help="ONNX's Attention node with is_causal instead of the graph and its mask input: "
-                         "tvmd's causal tiles are skipped (engines fused and ort; GF/s of the keys each "
-                         "query sees)")
+                         "tvmd's causal tiles are skipped without a mask (engines fused and ort)")
     ap.add_argument("--peak-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
@@ -168,7 +170,7 @@ def main(argv=None):
         times = interleaved_times([lambda r=r: r(f) for r in runs], rep, rounds=2)
         med = [float(np.median(t)) for t in times]
         # the useful work: Q·Kᵀ and P·V over the keys each query sees (causal: half, and the diagonal)
-        seen = seq * (seq + 1) / 2 if a.causal_op else seq * seq
+        seen = seq * (seq + 1) / 2   # the keys each query sees: the work left when hidden tiles are skipped
         flop = 4.0 * seen * a.head_dim * a.heads
         line = (f"{seq:>6} " + " ".join(f"{m * 1e3:12.1f}" for m in med) + f" {med[0] / med[-1]:9.2f}" +
                 ("" if a.causal_op else f" {med[1] / med[-1]:11.2f}") +

@@ -5,7 +5,8 @@ The model (``decoder(...)``) takes
 
     input_ids       int64   [1, seq]            the new tokens
     position_ids    int64   [1, seq]            their positions (past .. past + seq - 1)
-    attention_mask  float32 [1, 1, seq, total]  additive: 0 to attend, -1e9 not (causal)
+    attention_mask  float32 [1, 1, seq, total]  additive: 0 to attend, float32's lowest
+                                                not (causal, as GPT-2's code masks)
     past_k{i}, past_v{i}  float32 [1, past, heads, head_dim]   per layer
 
 and returns ``logits`` [1, seq, vocab] and ``present_k{i}``, ``present_v{i}``
@@ -84,7 +85,7 @@ def step_feeds(tokens, past, cache):
     n = len(tokens)
     total = past + n
     mask = np.zeros((1, 1, n, total), np.float32)
-    mask[0, 0][np.arange(total)[None, :] > past + np.arange(n)[:, None]] = -1e9
+    mask[0, 0][np.arange(total)[None, :] > past + np.arange(n)[:, None]] = np.finfo(np.float32).min
     feeds = {"input_ids": np.array([tokens], np.int64),
              "position_ids": np.arange(past, total, dtype=np.int64)[None],
              "attention_mask": mask}

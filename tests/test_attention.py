@@ -4,6 +4,8 @@ with and without causal and padding masks; the pass on the graph forms the
 ONNX importer makes, with the fused and unfused builds checked against
 numpy; what it must leave alone; type errors."""
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -133,6 +135,85 @@ def test_many_key_tiles_and_query_blocks(m, n, causal):
     want = reference(q, k, v, None, None, causal)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
     assert np.isnan(want).any() == (causal == "bottom_right" and n < m)
+
+
+LOWEST = float(np.finfo(np.float32).min)
+
+
+def _hiding_bias(kind, fill, b, m, n):
+    """A bias of 0 and `fill`: a causal mask (top_left / bottom_right, as
+    GPT's code passes it), key padding at the end or the start per batch
+    (rows broadcast), or the first rows' keys all hidden."""
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    if kind in ("top_left", "bottom_right"):
+        seen = j <= (i if kind == "top_left" else i + n - m)
+        return np.where(seen, 0, fill).astype(np.float32)[None, None]
+    if kind in ("pad_end", "pad_start"):
+        keep = np.array([[n - 37 * x for x in range(b)]]).T   # keys each batch keeps
+        seen = j < keep if kind == "pad_end" else j >= n - keep
+        return np.where(seen, 0, fill).astype(np.float32)[:, None, None, :]
+    bias = np.zeros((1, 1, m, n), np.float32)
+    bias[..., :m // 3, :] = fill   # whole rows hidden: a finite fill is the softmax of equal scores
+    return bias
+
+
+@pytest.mark.parametrize("kind", ["top_left", "bottom_right", "pad_end", "pad_start", "rows"])
+@pytest.mark.parametrize("fill", [LOWEST, -np.inf, -1e30, -1e20])
+@pytest.mark.parametrize("m,n", [(97, 130), (1, 200), (70, 70)])
+def test_a_bias_that_hides_whole_tiles(kind, fill, m, n):
+    """A mask given as a bias (GPT's additive causal mask, key padding):
+    the kernel skips the tiles it hides from a whole group of rows once
+    each row has seen a key, with the result of computing them; a fill
+    above MASK_FILL (-1e20) hides nothing, rows whose every key is hidden
+    by a finite fill weigh their keys equally, as the softmax does."""
+    if fill == -np.inf and kind == "rows" or kind == "bottom_right" and n < m:
+        pytest.skip("rows that see no key are NaN: test_many_key_tiles_and_query_blocks")
+    rng = np.random.default_rng(m + n)
+    q, k, v = (rng.standard_normal((2, s, 3, 16)).astype(np.float32) for s in (m, n, n))
+    bias = _hiding_bias(kind, fill, 2, m, n)
+    kt = np.ascontiguousarray(k.transpose(0, 2, 3, 1))
+    got = _dynamic_build(bias.shape[0] > 1).run(q, kt, v, bias)
+    np.testing.assert_allclose(got, reference(q, k, v, bias), rtol=2e-5, atol=2e-5)
+
+
+def test_a_bias_that_hides_whole_tiles_on_avx2():
+    """The same on AVX2's tiles (4 rows x 24 keys, 8 lanes)."""
+    rng = np.random.default_rng(0)
+    for kind in ("top_left", "pad_end", "pad_start"):
+        m, n = (45, 100) if kind != "top_left" else (100, 100)
+        q, k, v = (rng.standard_normal((2, s, 3, 16)).astype(np.float32) for s in (m, n, n))
+        bias = _hiding_bias(kind, LOWEST, 2, m, n)
+        got = _dynamic_build(bias.shape[0] > 1, "llvm -mcpu=haswell").run(
+            q, np.ascontiguousarray(k.transpose(0, 2, 3, 1)), v, bias)
+        np.testing.assert_allclose(got, reference(q, k, v, bias), rtol=2e-5, atol=2e-5)
+
+
+@functools.lru_cache(maxsize=None)
+def _dynamic_build(bias_per_batch, target="llvm"):
+    """One '?' build serves every length: a (2, 1, 1, ?) key padding bias or a (1, 1, ?, ?) one."""
+    shape = (2, 1, 1, 9) if bias_per_batch else (1, 1, 9, 9)
+    return build(attention_module([(2, 9, 3, 16), (2, 3, 16, 9), (2, 9, 3, 16)], shape, {"key_layout": "BNHS"},
+                                  True), target=target, fallback=False)
+
+
+def test_keys_a_bias_hides_from_whole_groups_are_never_read():
+    """The skip itself: keys past a block of queries' diagonal hold NaN;
+    the rows whose every tile from there on is hidden by the bias never
+    read them (their output is finite and right), while a row that does
+    compute a tile holding one is NaN, as the sum with the bias gives."""
+    m = n = 192
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, s, 2, 16)).astype(np.float32) for s in (m, n, n))
+    k[:, 128:] = np.nan   # tiles of 64 keys: the third tile, which rows 0 .. 127 cannot see
+    bias = _hiding_bias("top_left", LOWEST, 1, m, n)
+    kt = np.ascontiguousarray(k.transpose(0, 2, 3, 1))
+    text = attention_module([q.shape, kt.shape, v.shape], bias.shape, {"key_layout": "BNHS"}, False)
+    got = build(text, fallback=False).run(q, kt, v, bias)
+    clean = k.copy()
+    clean[:, 128:] = 0
+    want = reference(q, clean, v, bias)
+    np.testing.assert_allclose(got[:, :128], want[:, :128], rtol=2e-5, atol=2e-5)
+    assert np.isnan(got[:, 128:]).all()
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])

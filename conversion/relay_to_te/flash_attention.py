@@ -12,7 +12,9 @@ branch (4 rows computing one query each: 13-17% slower at 1 x 2048 and
     m[r] = -inf;  l[r] = 0 (W lanes);  O[r, :] = 0          for its rows r
     for each tile of T keys (64 on AVX-512) its last row can see:
       for each group of R rows that sees some key of the tile (causal: the
-      tiles past a group's diagonal are skipped, as are groups past M):
+      tiles past a group's diagonal are skipped, as are groups past M;
+      with a bias, the tiles it hides from every row of the group once
+      each has seen a key: _shown):
         S = Q[rows] · Kᵀ[:, tile]                 R x T, vector registers
             (the key's "BNHS" layout: per d a row of Kᵀ, T / W vector loads)
         S = S * scale + bias; where the diagonal or the sequence's end cuts
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ...dialects.relay.ops.attention import bias_index, from_bhsd
+from ...dialects.relay.ops.attention import MASK_FILL, bias_index, from_bhsd
 from ...dialects.te.builder import Emitter
 from ...dialects.tir.ops import ForOp, FuncOp, IfOp
 from ...ir import types as T
@@ -210,6 +212,7 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
             tmax = [K.alloc((W,), "tmax"), K.alloc((W,), "tmax2")]
             rmax = K.alloc((R,), "rmax")   # a tile's row maxima, then each row's exponent base
             alpha = K.alloc((R,), "alpha")
+            flag = K.alloc((1,), "shown")
             iota = e.op("tir.alloc", [], [T.MemRefType((TK,), T.i32, "local")], name="iota")   # 0, 1, .. TK - 1
             with K.loop(0, TK, "serial", "j") as j:
                 K.store(e.cast(j, T.i32), iota, [j])
@@ -266,6 +269,18 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                 _online_softmax(K, S, O, mrow, lsum, rmax, alpha, e.mul(g, R), R, TK, W, WC, Dv)
                 _weighted_values(K, S, O, v, layout, b, hkv, j0, N if guarded else None, state, TK, WC, group, Dv)
 
+            def unless_hidden(j0, g, kind):
+                """The tile, unless a bias with a keys axis hides it from
+                the whole group (_shown)."""
+                if bshape is None or bshape[-1] == 1:
+                    return tile(j0, g, kind)
+                i0 = e.add(base, e.mul(g, R))
+                rows = [e.index("min", e.add(i0, r), e.sub(M, 1)) for r in range(R)]
+                shown = _shown(K, args["bias"], bshape, b, h, rows, j0, mrow,
+                               [e.add(e.mul(g, R), r) for r in range(R)], tmax, flag, TK, W)
+                with K.branch(shown):
+                    tile(j0, g, kind)
+
             last = e.index("min", e.add(base, RB - 1), e.sub(M, 1))
             with K.loop(0, e.floordiv(e.add(limit(last), TK - 1), TK), "serial", "jt") as jt:   # tiles a row sees
                 j0 = e.mul(jt, TK)
@@ -281,9 +296,9 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
                     some = e.and_(live, e.cmp("lt", j0, seen))
                     inside = e.and_(some, e.cmp("le", e.add(j0, TK), N))
                     with K.branch(whole) as orelse:
-                        tile(j0, g, "whole")
+                        unless_hidden(j0, g, "whole")
                         with orelse(inside) as tail:
-                            tile(j0, g, "masked")
+                            unless_hidden(j0, g, "masked")
                             with tail(some):
                                 tile(j0, g, "tail")
             with K.loop(0, RB, "serial", "r") as r:
@@ -310,19 +325,71 @@ def flash_kernel(name, dims, types, layout, klayout, bias_shape, scale, causal, 
 
 def _row_max(K, S, tmax, r, TK, W):
     """tmax[0][0] = the maximum of row r of S: the lane-wise maxima of its
-    vectors, then halves of the lanes folded onto the others (log2 W
-    vector steps, not W - 1 scalar ones), between the two buffers of tmax
-    (tir-vectorize keeps a buffer's loads and stores at one index)."""
+    vectors, then halves of the lanes folded onto the others."""
     e = K.e
     with K.loop(0, W, "vectorized", "c") as c:
         K.store(K.load(S, [r, c]), tmax[0], [c])
     for u in range(1, TK // W):
         with K.loop(0, W, "vectorized", "c") as c:
             K.store(_max(e, K.load(tmax[0], [c]), K.load(S, [r, e.add(c, u * W)])), tmax[0], [c])
+    _fold_max(K, tmax, W)
+
+
+def _shown(K, bias, bshape, b, h, rows, j0, mrow, state, tmax, flag, TK, W):
+    """Whether the tile may weigh for some row of the group: false when the
+    bias hides its keys from every row, so that skipping it changes
+    nothing: every bias value in it at or below MASK_FILL, and every row's
+    running maximum already above MASK_FILL / 10 (the weights then
+    underflow to exactly 0, and the sums are rescaled by exp(0) = 1).  A
+    causal or padding mask given as a tensor (GPT's additive mask, a
+    where-mask made a bias) then skips what the op's own causal_mask
+    would; a row that has seen only hidden keys so far computes the tile
+    (its weights may be what the softmax of hidden scores gives).  The
+    group's first row is read first, the rest only when it is hidden (a
+    bias that hides nothing costs T / W vector loads and maxima a tile); a
+    bias whose rows broadcast reads one row."""
+    e = K.e
+    if len(bshape) < 2 or bshape[-2] == 1:
+        rows = rows[:1]
+    low = None
+    for sr in state:
+        m = K.load(mrow, [sr])
+        low = m if low is None else e.select(e.cmp("lt", m, low), m, low)
+    K.store(K.f(1.0), flag, [0])
+    first = _bias_max(K, bias, bshape, b, h, rows[:1], j0, tmax, TK, W)
+    with K.branch(e.and_(e.cmp("le", first, K.f(MASK_FILL)), e.cmp("gt", low, K.f(MASK_FILL / 10)))):
+        if len(rows) > 1:
+            rest = _bias_max(K, bias, bshape, b, h, rows[1:], j0, tmax, TK, W)
+            K.store(e.select(e.cmp("le", rest, K.f(MASK_FILL)), K.f(0.0), K.f(1.0)), flag, [0])
+        else:
+            K.store(K.f(0.0), flag, [0])
+    return e.cmp("ne", K.load(flag, [0]), K.f(0.0))
+
+
+def _bias_max(K, bias, bshape, b, h, rows, j0, tmax, TK, W):
+    """The largest bias value of the tile's keys for `rows`; NaN if one is
+    (a NaN bias is no mask)."""
+    e = K.e
+    for n, row in enumerate(rows):
+        for u in range(TK // W):
+            with K.loop(0, W, "vectorized", "c") as c:
+                x = K.read(bias, bias_index(bshape, (b, h, row, e.add(j0, e.add(c, u * W)))))
+                K.store(x if n == u == 0 else e.binary("max", K.load(tmax[0], [c]), x), tmax[0], [c])
+    _fold_max(K, tmax, W, lambda a, b: e.binary("max", a, b))
+    return K.load(tmax[0], [0])
+
+
+def _fold_max(K, tmax, W, mx=None):
+    """tmax[0][0] = the maximum of the W lanes of tmax[0]: halves of the
+    lanes folded onto the others (log2 W vector steps, not W - 1 scalar
+    ones), between the two buffers of tmax (tir-vectorize keeps a buffer's
+    loads and stores at one index).  mx: the maximum of two (_max)."""
+    e = K.e
+    mx = mx or (lambda a, b: _max(e, a, b))
     half, src = W // 2, 0
     while half >= 1:
         with K.loop(0, half, "vectorized", "c") as c:
-            K.store(_max(e, K.load(tmax[src], [c]), K.load(tmax[src], [e.add(c, half)])), tmax[1 - src], [c])
+            K.store(mx(K.load(tmax[src], [c]), K.load(tmax[src], [e.add(c, half)])), tmax[1 - src], [c])
         half, src = half // 2, 1 - src
     if src != 0:
         K.store(K.load(tmax[src], [0]), tmax[0], [0])

@@ -15,7 +15,11 @@
                                    j <= i + N - M ("bottom_right": the last M of N
                                    positions, as when decoding after a KV cache)
         bias (optional operand)    added to the scaled scores; broadcasts (numpy's
-                                   rules) to (B, H, M, N) whatever the layout
+                                   rules) to (B, H, M, N) whatever the layout; a
+                                   key it hides (MASK_FILL or below) from rows that
+                                   have seen a key weighs 0, and the llvm kernel may
+                                   skip it unread (so a NaN or inf score there need
+                                   not reach those rows, as with causal_mask)
         empty_rows = "nan" | "zero"
                                    the output of a query that sees no key (every
                                    score -inf): NaN, as softmax then gives (the
@@ -45,6 +49,12 @@ np = lazy_module("numpy")
 LAYOUTS = {"BSNH": (0, 2, 1, 3), "BNSH": (0, 1, 2, 3)}   # layout -> the axes (B, H, S, D) sit at
 KEY_LAYOUTS = dict(LAYOUTS, BNHS=(0, 1, 3, 2))
 CAUSAL = ("none", "top_left", "bottom_right")
+# A mask value at or below this hides its key as -inf would, to within f32
+# rounding: a score s plus it rounds to it for any |s| below ~1e22, so its
+# weight exp(. - max) underflows to exactly 0 once the row has a score
+# above MASK_FILL / 10 (the where-masks --fuse-attention takes, the bias
+# tiles the llvm kernel skips).
+MASK_FILL = -1e30
 EMPTY_ROWS = ("nan", "zero")
 
 

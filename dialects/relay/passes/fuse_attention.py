@@ -34,12 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import GraphFunctionPass, defining_constant
+from ..ops.attention import MASK_FILL
 from ..ops.base import RelayOp
 from .dce import erase_dead
 from .simplify_inference import Emitter
 
 BNSH, BSNH, BNHS = (0, 1, 2, 3), (0, 2, 1, 3), (0, 1, 3, 2)
-MASK_FILL = -1e30   # a where-mask's fill at or below this is -inf to within f32 rounding
 
 
 @dataclass
