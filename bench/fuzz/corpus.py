@@ -5,9 +5,10 @@ IR seeds are every ``.relay``, ``.te``, ``.tir`` and ``.mlir`` file under
 seed of its own), with each seed's dialect taken from its text.
 
 ONNX seeds are built here with ``onnx.helper``: the layers real models are
-made of (conv/batch-norm/pool/gemm, attention pieces, LSTM and GRU, Loop and
-If, resize/pad/reductions, quantize/dequantize), each a few nodes on small
-shapes so that a mutant imports and compiles in well under a second.
+made of (conv/batch-norm/pool/gemm, attention pieces and opset 23's
+Attention, LSTM and GRU, Loop and If, resize/pad/reductions,
+quantize/dequantize), each a few nodes on small shapes so that a mutant
+imports and compiles in well under a second.
 """
 
 from __future__ import annotations
@@ -116,6 +117,12 @@ def _models():
          numpy_helper.from_array(np.array(2.0, np.float32), "scale"),
          numpy_helper.from_array(np.triu(np.full((4, 4), -1e4, np.float32), 1), "mask"),
          w("lg", 8), w("lb", 8)])
+    yield model("attention23", [   # ONNX's Attention: a KV cache, grouped heads, a bool mask, causal
+        N("Attention", ["q", "k", "v", "mask", "pk", "pv"], ["y", "presk", "presv"], is_causal=1),
+        N("Sigmoid", ["y"], ["ys"]),
+    ], [vi("q", [1, 4, 3, 8]), vi("k", [1, 2, 3, 8]), vi("v", [1, 2, 3, 8]),
+        vi("mask", [1, 1, 3, 5], TensorProto.BOOL), vi("pk", [1, 2, 2, 8]), vi("pv", [1, 2, 2, 8])],
+        [vi("ys", [1, 4, 3, 8]), vi("presk", [1, 2, 5, 8]), vi("presv", [1, 2, 5, 8])], opset=23)
     yield model("shapes", [
         N("Split", ["x", "sp"], ["a", "b"], axis=1),
         N("Concat", ["b", "a"], ["c"], axis=1),

@@ -3,7 +3,8 @@
 
     zeros, ones, full       a constant (full: the fill value read at [0, ..], cast)
     arange                  start + cast(i) * step, in the result's dtype (as TVM)
-    shape_of, ndarray_size  constants: the input's static shape is known here
+    shape_of                the input's dims: constants, and the run-time sizes of its '?'
+    ndarray_size            a constant: the input's static shape is known here
     take                    x[.., fix(i[..]), ..] with fix per mode: clip min(max(v, 0), n - 1),
                             wrap v mod n, fast v < 0 ? v + n : v; unset axis reads flattened x
     gather, gather_nd       x at the (wrapped) data-dependent coordinates
@@ -29,7 +30,8 @@ from __future__ import annotations
 from ...dialects.relay.ops.tensor import ArgsortOp, CumprodOp, OnesOp
 from ...dialects.te.builder import compute, reducer_identity
 from ...ir import types as T
-from .registry import Scalar, as_index, as_tensor, axis_names, out_type, ravel, stage_name, strategy, unravel
+from .registry import (Scalar, as_index, as_tensor, axis_names, operand_dims, out_type, ravel, stage_name, strategy,
+                       unravel)
 
 
 def _const_fill(e, op, value_of, name):
@@ -84,13 +86,18 @@ def arange(e, op, args):
 
 @strategy("shape_of")
 def shape_of(e, op, args):
+    """Its operand's dims: constants, and the sizes of its '?' dims (the
+    kernel's index parameters) cast to the result's integer type."""
     t = out_type(op)
-    shape = args[0].type.shape
+    shape = operand_dims(e, 0, args[0])
+
+    def dim(d):
+        return e.const(d, t.element_type) if type(d) is int else e.cast(d, t.element_type)
 
     def body(e, i):
-        v = e.const(shape[-1], t.element_type)
+        v = dim(shape[-1])
         for d in reversed(range(len(shape) - 1)):
-            v = e.select(e.cmp("eq", i, d), e.const(shape[d], t.element_type), v)
+            v = e.select(e.cmp("eq", i, d), dim(shape[d]), v)
         return v
     return compute(e, t, body, names=["i"], name=stage_name(op, "T_shape"))
 
@@ -127,10 +134,10 @@ def take(e, op, args):
     shape = x.type.shape
 
     def fix(v, n):
-        if isinstance(v, int):
+        if isinstance(v, int) and isinstance(n, int):
             return min(max(v, 0), n - 1) if mode == "clip" else v % n
         if mode == "clip":
-            return e.index("min", e.index("max", v, 0), n - 1)
+            return e.index("min", e.index("max", v, 0), e.sub(n, 1))
         if mode == "wrap":
             return e.floormod(v, n)
         return wrap(e, v, n)
@@ -146,7 +153,8 @@ def take(e, op, args):
         def body(e, *idx):
             idx = list(idx)
             i = _index(e, ind, idx[:b] + idx[axis:axis + irank - b])
-            return e.read(x, idx[:axis] + [fix(i, shape[axis])] + idx[axis + irank - b:])
+            return e.read(x, idx[:axis] + [fix(i, n)] + idx[axis + irank - b:])
+        n = operand_dims(e, 0, args[0])[axis]   # a '?' axis: its run-time size
     return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_take"))
 
 

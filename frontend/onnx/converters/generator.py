@@ -4,7 +4,9 @@ Range, EyeLike.
 Constant becomes a relay.constant whose resource key is the output's name.
 EyeLike depends on its input's static shape only, so it is a constant
 too; ConstantOfShape and Range build relay's full / arange from values
-known at import time.
+known at import time, and from shapes followed symbolically (Shape ->
+Gather -> Concat of '?' dimensions) full_like / arange_like of a value
+of that shape: one build serves every size.
 """
 
 from __future__ import annotations
@@ -49,7 +51,12 @@ def constant_of_shape(cx, node):
     import numpy as np
 
     from ..dtypes import elem_type_problem, tensor_to_numpy, to_tvmd
-    shape = cx.static_ints(node.input(0), "shape")
+    like = None
+    if cx.static(node.input(0)) is None:   # a shape followed symbolically: full_like of a value that has it
+        from ..symbolic import elements, shaped_like
+        entries = elements(cx, node.input(0))
+        like = shaped_like(cx, entries) if entries is not None else None
+    shape = cx.static_ints(node.input(0), "shape") if like is None else None
     t = node.attr("value")
     if t is not None and to_tvmd(t.data_type) is None and elem_type_problem(t.data_type) is None:
         from ..dtypes import onnx_type_name
@@ -60,6 +67,8 @@ def constant_of_shape(cx, node):
         raise cx.error("value must hold one element")
     from ....ir import types as T
     dtype = T.from_numpy_dtype(value.dtype)
+    if like is not None:
+        return cx.op("full_like", cx.cast(like, dtype), cx.const(value.reshape(())))
     return cx.op("full", fill_value=cx.const(value.reshape(())), shape=shape, dtype=dtype)
 
 
@@ -67,13 +76,18 @@ def constant_of_shape(cx, node):
 def range_node(cx, node):
     """arange; where the limit is a dimension only known at run time
     (Shape -> Gather of a '?' axis) and the range starts at 0 by 1,
-    arange_like of that tensor: one build serves every length; other
-    bounds known only at run time: dyn.arange."""
+    arange_like of that tensor: one build serves every length; a static
+    dimension of such a tensor is a constant; other bounds known only at
+    run time: dyn.arange."""
     from ..symbolic import Dim, elements
     start, limit, delta = node.input(0), node.input(1), node.input(2)
     if cx.static(limit, bound=False) is None:
         s, d = cx.static(start, bound=False), cx.static(delta, bound=False)
         lim = elements(cx, limit)
+        if s is not None and d is not None and lim is not None and len(lim) == 1 and type(lim[0]) is int:
+            # a static dimension of a tensor with '?' ones (a batch of 1)
+            import numpy as np
+            limit = cx.const(np.array(lim[0], dtype=s.dtype))
         if s is not None and d is not None and s.size == 1 and d.size == 1 and s.item() == 0 and d.item() == 1 \
                 and lim is not None and len(lim) == 1 and isinstance(lim[0], Dim):
             return cx.op("arange_like", lim[0].value, axis=lim[0].axis, dtype=cx.dtype(start))

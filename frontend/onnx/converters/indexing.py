@@ -16,18 +16,25 @@ from ..registry import converter
 from .common import norm_axis
 
 
-def non_negative(cx, idx, dim):
-    """`idx` with dim added to its negative entries."""
+def non_negative(cx, idx, dim, x=None, axis=None):
+    """`idx` with dim added to its negative entries; a '?' dim (None) is
+    x's size along `axis` when the kernel runs (shape_of)."""
     import numpy as np
     arr = cx.static(idx, bound=False)
     if arr is not None:
         if not (arr < 0).any():
             return idx
-        return cx.const(np.where(arr < 0, arr + dim, arr).astype(arr.dtype))
+        if dim is not None:
+            return cx.const(np.where(arr < 0, arr + dim, arr).astype(arr.dtype))
     if dim is None:
-        raise cx.unsupported("negative indices into a dynamic dimension")
+        if x is None:
+            raise cx.unsupported("negative indices into a dynamic dimension")
+        size = cx.op("take", cx.op("shape_of", x, dtype=cx.dtype(idx)), cx.const(np.array(axis, np.int64)),
+                     axis=0)
+    else:
+        size = cx.scalar(dim, idx)
     neg = cx.op("less", idx, cx.scalar(0, idx))
-    return cx.op("where", neg, cx.op("add", idx, cx.scalar(dim, idx)), idx)
+    return cx.op("where", neg, cx.op("add", idx, size), idx)
 
 
 def _index_dtype(cx, idx):
@@ -41,7 +48,7 @@ def _index_dtype(cx, idx):
 def gather(cx, node):
     x, idx = node.input(0), _index_dtype(cx, node.input(1))
     axis = norm_axis(cx, node.attr("axis", 0), cx.rank(x))
-    idx = non_negative(cx, idx, cx.shape(x)[axis])
+    idx = non_negative(cx, idx, cx.shape(x)[axis], x, axis)
     return cx.op("take", x, idx, axis=axis)
 
 

@@ -22,8 +22,9 @@ INT64_MAX = 2 ** 63 - 1
 def reshape_node(cx, node):
     """0 copies the input's dimension (unless allowzero), -1 is inferred:
     with a static input the shape is resolved here, else it goes to relay's
-    reshape, whose 0 and -1 mean the same; a shape known only at run time
-    (not one followed from the input's own dimensions) is dyn.reshape."""
+    reshape, whose 0 and -1 mean the same (a dimension of another tensor
+    known to equal one of the input's is copied); a shape known only at run
+    time otherwise is dyn.reshape."""
     x = node.input(0)
     allowzero = node.attr("allowzero", 0)
     if node.version < 5:
@@ -230,6 +231,10 @@ def expand(cx, node):
     """Broadcast both ways: the result has the larger of each pair of
     dimensions, so a 1 in the shape keeps the input's."""
     x = node.input(0)
+    if cx.static(node.input(1)) is None:
+        target = _symbolic_expand(cx, x, node.input(1))
+        if target is not None:
+            return target
     shape = cx.static_ints(node.input(1), "shape")
     xs = cx.shape(x)
     n = max(len(xs), len(shape))
@@ -251,6 +256,36 @@ def expand(cx, node):
     if None in out:
         raise cx.unsupported("Expand with dynamic dimensions")
     return cx.op("broadcast_to", x, shape=out)
+
+
+def _symbolic_expand(cx, x, target):
+    """Expand to a shape followed symbolically (symbolic.elements): each
+    result dimension is the input's where the target says 1, else the
+    target's (a '?' meeting a static size > 1: the static one);
+    broadcast_to_like of a value of that shape.  None when an entry is
+    unknown."""
+    from ..symbolic import UNKNOWN, Dim, elements, shaped_like
+    entries = elements(cx, target)
+    if entries is None or UNKNOWN in entries:
+        return None
+    xs = cx.shape(x)
+    n = max(len(xs), len(entries))
+    mine = [1] * (n - len(xs)) + [d if d is not None else Dim(x, a, cx) for a, d in enumerate(xs)]
+    entries = [1] * (n - len(entries)) + list(entries)
+    out = []
+    for a, b in zip(mine, entries):
+        if b == 1 or a == b:
+            out.append(a)
+        elif a == 1 or isinstance(a, Dim):
+            out.append(b)
+        elif isinstance(b, Dim):
+            out.append(a)
+        else:
+            raise cx.error(f"cannot expand {cx.ttype(x)} to {[e if isinstance(e, int) else '?' for e in entries]}")
+    if n == len(xs) and out == mine:
+        return x
+    like = shaped_like(cx, out)
+    return None if like is None else cx.op("broadcast_to_like", x, like)
 
 
 @converter("Tile", 1)
