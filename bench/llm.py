@@ -5,7 +5,7 @@
                                   [--decode 16] [--prompt 32] [--threads 2] [--repeat 8]
                                   [--seed-matmul 4] [--disable-pass fuse-attention]
                                   [--mixed-precision bfloat16] [--quantize-weights int8]
-                                  [--quantize-dynamic]
+                                  [--quantize-dynamic] [--transformers]
 
 The model is tvmd/testing/gpt_decoder.py's (the decoder of
 examples/gpt_decode.py at GPT-2 small's width: pre-LayerNorm blocks, a KV
@@ -33,7 +33,10 @@ weights are int8 with a float32 scale per output column (build's
 quantize_weights, --quantize-weights: weight-only, the sums float32);
 the same differences are printed.  With --quantize-dynamic, the model is
 quantized by onnxruntime's quantize_dynamic (DynamicQuantizeLinear +
-MatMulInteger, int8 weights) and both engines run that model.
+MatMulInteger, int8 weights) and both engines run that model.  With
+--transformers, the model is transformers' GPT-2 itself (random weights,
+eager attention) exported by torch.onnx with a dynamic sequence and no
+cache, as a user would: prefill only.
 
 Numbers only: this never passes or fails.  Run it on a quiet machine.
 """
@@ -76,6 +79,9 @@ def main(argv=None):
                     help="build tvmd's model with weight-only int8 (onnxruntime stays float32)")
     ap.add_argument("--quantize-dynamic", action="store_true",
                     help="both engines run the model as onnxruntime's quantize_dynamic leaves it")
+    ap.add_argument("--transformers", action="store_true",
+                    help="the model is transformers' GPT-2 (random weights) exported by torch.onnx with a "
+                         "dynamic sequence, no cache: prefill only")
     a = ap.parse_args(argv)
     os.environ["TVMD_NUM_THREADS"] = str(a.threads)
     import tvmd.frontend.onnx_backend as backend
@@ -91,7 +97,8 @@ def main(argv=None):
     lowp = a.mixed_precision or (a.quantize_weights and f"{a.quantize_weights}-weight") or \
         (a.quantize_dynamic and "dynamic-int8")
     for layers in [int(x) for x in a.layers.split(",")]:
-        model = decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
+        model = transformers_gpt2(layers, a.hidden, a.heads, a.vocab) if a.transformers else \
+            decoder(layers, a.hidden, a.heads, a.vocab, max_pos=1024)
         if a.quantize_dynamic:
             model = quantized_dynamic(model)
         t0 = time.perf_counter()
@@ -104,12 +111,13 @@ def main(argv=None):
         prep = time.perf_counter() - t0
         sess = ort_session(model, a.threads)
         names = [o.name for o in sess.get_outputs()]
-        empty = empty_cache(model)
+        empty = None if a.transformers else empty_cache(model)
         rng = np.random.default_rng(0)
         print(f"\n{layers} layer(s): prepared once in {prep:.1f} s")
         print(f"  {'prefill':>10} {'tvmd ms':>9} {'ort ms':>9} {'tvmd/ort':>9}  spread tvmd/ort")
         for n in [int(x) for x in a.prefill.split(",")]:
-            feeds = step_feeds([int(t) for t in rng.integers(0, a.vocab, n)], 0, empty)
+            tokens = [int(t) for t in rng.integers(0, a.vocab, n)]
+            feeds = {"ids": np.array([tokens], np.int64)} if a.transformers else step_feeds(tokens, 0, empty)
             if lowp:
                 lo, hi = rep.run(feeds)[0], sess.run(None, feeds)[0]
                 print(f"  {lowp} logits at {n} tokens: max |tvmd - ort| {np.abs(lo - hi).max():.3g} "
@@ -119,6 +127,9 @@ def main(argv=None):
             mo, mt = np.median(ours), np.median(theirs)
             print(f"  {n:>7} tok {mo * 1e3:9.2f} {mt * 1e3:9.2f} {mo / mt:9.2f}  "
                   f"{spread_pct(ours):.0f}% / {spread_pct(theirs):.0f}%")
+        if a.transformers:
+            print(f"  builds: {rep.builds} (prefill at {a.prefill} tokens)")
+            continue
         # decode: each engine feeds its own presents back, its steps timed in
         # blocks (a whole decode from the prompt's cache), the engines'
         # blocks alternating after a pause: timed step by step in
@@ -139,6 +150,44 @@ def main(argv=None):
         print(f"  decode: tvmd {tps[0]:.1f} tokens/s, onnxruntime {tps[1]:.1f} tokens/s "
               f"(tvmd/ort {tps[0] / tps[1]:.2f}; spread {spread_pct(secs[0]):.0f}% / {spread_pct(secs[1]):.0f}%)")
         print(f"  builds: {rep.builds} (prefill at {a.prefill} tokens and {a.decode} decode steps)")
+
+
+def transformers_gpt2(layers, hidden, heads, vocab):
+    """transformers' GPT2LMHeadModel (eager attention, random weights) as
+    ONNX through torch.onnx.export (TorchScript), ids [1, seq] -> logits,
+    the sequence dynamic: the masks and views its code builds from sizes."""
+    import io
+    import warnings
+
+    import onnx
+    import torch
+    path = sys.path[:]   # bench/kernels.py is no package 'kernels', which transformers looks for
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+    try:
+        import transformers
+        lm_class = transformers.GPT2LMHeadModel
+    finally:
+        sys.path[:] = path
+    cfg = transformers.GPT2Config(n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=vocab, n_positions=1024,
+                                  bos_token_id=0, eos_token_id=0)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    lm = lm_class(cfg).eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, ids):
+            return self.lm(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Logits(), (torch.zeros(1, 5, dtype=torch.int64),), buf, input_names=["ids"],
+                          output_names=["logits"], dynamic_axes={"ids": {1: "seq"}, "logits": {1: "seq"}},
+                          opset_version=17, dynamo=False)
+    return onnx.load_from_string(buf.getvalue())
 
 
 def seed_matmul(backend, q, threads, repeat):
