@@ -200,6 +200,14 @@ VALUE_SHAPED = {
                         [(n, TensorProto.FLOAT, []) for n in "sld"], [("y", TensorProto.FLOAT, [None])]),
               [{"s": np.array(a, np.float32), "l": np.array(b, np.float32), "d": np.array(c, np.float32)}
                for a, b, c in ((0, 5, 1), (1.5, 7, 0.5), (3, -4, -2), (2, 1, 1))]),
+    # run-time slice bounds: dyn.slice
+    "slice": (_one_node([helper.make_node("Constant", [], ["a"], value=helper.make_tensor("a", TensorProto.INT64,
+                                                                                          [2], [1, 0])),
+                         helper.make_node("Slice", ["x", "b", "e", "a"], ["y"]), helper.make_node("Neg", ["y"], ["z"])],
+                        [("x", TensorProto.FLOAT, [4, 6]), ("b", TensorProto.INT64, [2]),
+                         ("e", TensorProto.INT64, [2])], [("z", TensorProto.FLOAT, [None, None])]),
+              [{"x": (4, 6), "b": np.array(b, np.int64), "e": np.array(e, np.int64)}
+               for b, e in (([0, 1], [2, 5]), ([-3, 0], [9, -1]), ([1, 2], [1, 3]))]),
     # a run-time shape (not made from the input's own dimensions): dyn.reshape
     "reshape": (_one_node([helper.make_node("Reshape", ["x", "s"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
                           [("x", TensorProto.FLOAT, [4, 6]), ("s", TensorProto.INT64, [3])],
@@ -210,7 +218,7 @@ VALUE_SHAPED = {
 
 @pytest.mark.parametrize("case", sorted(VALUE_SHAPED))
 def test_a_value_that_shapes_the_output_is_read_at_run_time_one_build(case):
-    """TopK's k, Range's bounds, Reshape's shape as graph inputs: one build
+    """TopK's k, Range's and Slice's bounds, Reshape's shape as graph inputs: one build
     (the dyn.* op runs on numpy, the rest compiled) gives onnxruntime's
     results for every value; a value that does not fit is an error naming
     the op, not a traceback from inside."""

@@ -71,6 +71,18 @@ def _cases():
         lambda n, r: {"x": r.standard_normal((1, n, 12)).astype(np.float32)}
 
 
+    # MatMul of (?, ?, K) rows by a weight: nn.dense over the rows as they are
+    yield "matmul_rows", _model(
+        [N("MatMul", ["x", "w"], ["y"])], [("x", F, ["b", "seq", 8])], [("y", F)],
+        [("w", np.arange(32, dtype=np.float32).reshape(8, 4) / 32)]), \
+        lambda n, r: {"x": r.standard_normal((1 + n % 3, n, 8)).astype(np.float32)}
+    # GatherElements along a '?' axis, negative indices counted from its end
+    yield "gather_elements", _model(
+        [N("GatherElements", ["x", "idx"], ["y"], axis=1)],
+        [("x", F, [2, "seq"]), ("idx", I64, [2, "k"])], [("y", F)]), \
+        lambda n, r: {"x": r.standard_normal((2, n)).astype(np.float32), "idx": r.integers(-n, n, (2, 5))}
+
+
 CASES = {name: (model, feeds) for name, model, feeds in _cases()}
 
 
@@ -135,3 +147,49 @@ def test_transformers_gpt2_exported_with_a_dynamic_sequence_compiles_once():
         np.testing.assert_allclose(rep.run({"ids": ids})[0], sess.run(None, {"ids": ids})[0], rtol=1e-4, atol=1e-4)
     assert rep.builds == 1
     assert compiled.stats["fuse-attention"]["attentions-fused"] == 2   # both layers' softmax(Q Kᵀ + mask) V
+
+
+def test_transformers_bert_exported_with_a_dynamic_sequence_compiles_once():
+    """transformers' BERT (two layers, random weights) the same way: its
+    position_ids[:, :seq] slice of a buffer is dyn.slice (numpy, said
+    once), the rest compiled (the token types gathered along a '?' axis,
+    the attention's products followed through batch_matmul); both
+    attentions fused; one build; padding masks equal onnxruntime."""
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("transformers")
+    import io
+    import warnings
+    cfg = tf.BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                        vocab_size=97)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    bert = tf.BertModel(cfg).eval()
+
+    class Hidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids, mask):
+            return self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+    buf = io.BytesIO()
+    ids = torch.zeros(1, 5, dtype=torch.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Hidden(), (ids, torch.ones_like(ids)), buf, input_names=["ids", "mask"],
+                          output_names=["h"], opset_version=17, dynamo=False,
+                          dynamic_axes={"ids": {1: "seq"}, "mask": {1: "seq"}, "h": {1: "seq"}})
+    model = buf.getvalue()
+    import onnx
+    rep = backend.prepare(onnx.load_from_string(model))
+    assert rep._dynamic is not None
+    compiled = rep._dynamic.run.compiled
+    assert [name for name, _ in compiled.interpreted] == ["fused_dyn_slice"], compiled.summary()
+    assert compiled.stats["fuse-attention"]["attentions-fused"] == 2
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 64, 300):
+        f = {"ids": rng.integers(0, 97, (1, n)), "mask": (rng.random((1, n)) < 0.8).astype(np.int64)}
+        f["mask"][0, 0] = 1
+        np.testing.assert_allclose(rep.run(f)[0], sess.run(None, f)[0], rtol=1e-4, atol=1e-4)
+    assert rep.builds == 1

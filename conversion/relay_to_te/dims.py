@@ -306,6 +306,17 @@ def _take(op, ins, eqs, e):
     return data[:axis] + idx + data[axis + 1:]
 
 
+def _gather(op, ins, eqs, e):
+    """The indices' dims; the data's other axes equal to them (ONNX allows
+    the data larger there: such a call fails the check and builds apart)."""
+    data, idx = ins
+    axis = op.attributes["axis"] % len(data)
+    for a, (d, i) in enumerate(zip(data, idx)):
+        if a != axis and (isinstance(d, Value) or isinstance(i, Value)):
+            _unify(d, i, eqs)
+    return idx
+
+
 def _shape_of(op, ins, eqs, e):
     """(rank,): static whatever the operand's sizes."""
     return (len(ins[0]),)
@@ -332,7 +343,7 @@ _RULES = {
     "nn.bias_add": _first, "nn.softmax": _first, "nn.log_softmax": _first, "nn.fast_softmax": _first,
     "nn.layer_norm": _first, "nn.l2_normalize": _first, "nn.dropout": _first, "nn.relu": _first,
     "transpose": _transpose, "reshape": _reshape, "take": _take, "expand_dims": _expand_dims,
-    "shape_of": _shape_of, "broadcast_to_like": _broadcast, "full_like": _first,
+    "shape_of": _shape_of, "broadcast_to_like": _broadcast, "full_like": _first, "gather": _gather,
     "squeeze": _squeeze, "concatenate": _concatenate, "repeat": _repeat, "split": _split, "strided_slice": _strided_slice,
     "sum": _reduce, "mean": _reduce, "max": _reduce, "min": _reduce, "prod": _reduce,
     "variance": _reduce, "std": _reduce, "argmax": _reduce, "argmin": _reduce,

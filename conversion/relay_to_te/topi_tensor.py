@@ -164,9 +164,11 @@ def gather(e, op, args):
     x, ind = as_tensor(e, args[0], "data"), args[1]
     axis = op.attributes["axis"] % t.rank
 
+    n = operand_dims(e, 0, args[0])[axis]   # a '?' axis: its run-time size
+
     def body(e, *idx):
         src = list(idx)
-        src[axis] = wrap(e, _index(e, ind, list(idx)), x.type.shape[axis])
+        src[axis] = wrap(e, _index(e, ind, list(idx)), n)
         return e.read(x, src)
     return compute(e, t, body, names=axis_names(t.rank), name=stage_name(op, "T_gather"))
 
@@ -285,7 +287,7 @@ def argwhere(e, op, args):
                    "on the data, and a te.compute needs a static shape")
 
 
-@strategy("dyn.reshape", "dyn.topk", "dyn.arange")
+@strategy("dyn.reshape", "dyn.topk", "dyn.arange", "dyn.slice")
 def value_shaped(e, op, args):
     raise op.error("has no TE compute: its output shape depends on the values of its operands, and a "
                    "te.compute takes its extents from shapes (it runs on numpy)")

@@ -81,8 +81,9 @@ def _passes(op, value, axis):
     (compiled code checks that the '?' sizes meeting in a broadcast are
     equal, and a call where they differ fails, never computes with the
     wrong size); a split's pieces along another
-    axis; a transpose; take's indices; a dense or matmul's rows; a reshape,
-    squeeze or expand_dims with one '?' in and out and the same static
+    axis; a transpose; take's indices; a dense or matmul's rows; a batched
+    product's batch, rows and columns; squeeze's and expand_dims' axes;
+    a reshape's 0 code, or its one '?' in and out with the same static
     product."""
     from ...dialects.relay.ops.base import OpPattern
     name = op.name[len("relay."):] if op.name.startswith("relay.") else op.name
@@ -114,8 +115,24 @@ def _passes(op, value, axis):
     if name in ("nn.dense", "nn.contrib_dense_pack", "nn.matmul") and axis < rank - 1 and \
             not op.attributes.get("transpose_a"):
         return [(op.operands[0], axis)]
-    if name in ("reshape", "squeeze", "expand_dims"):
+    if name == "nn.batch_matmul" and rank == 3:
+        a, b = op.operands
+        ta, tb = op.attributes.get("transpose_a", False), op.attributes.get("transpose_b", True)
+        src = {0: [(a, 0), (b, 0)], 1: [(a, 2 if ta else 1)], 2: [(b, 1 if tb else 2)]}[axis]
+        return [(x, k) for x, k in src if x.type.shape[k] is None]
+    if name == "squeeze":
         x = op.operands[0]
+        kept = [k for k in range(x.type.rank) if k not in op.dropped(x.type.shape)]
+        return [(x, kept[axis])] if len(kept) == rank else []
+    if name == "expand_dims":
+        a, k = op.attributes["axis"], op.attributes.get("num_newaxis", 1)
+        a = a if a >= 0 else a + rank
+        return [] if a <= axis < a + k else [(op.operands[0], axis if axis < a else axis - k)]
+    if name == "reshape":
+        x = op.operands[0]
+        codes = list(op.attributes["newshape"])
+        if len(codes) == rank and axis < x.type.rank and codes[axis] == 0 and all(c >= -1 for c in codes):
+            return [(x, axis)]   # 0 copies the input's dimension at that place
         qin = [a for a, d in enumerate(x.type.shape) if d is None]
         qout = [a for a, d in enumerate(value.type.shape) if d is None]
         if len(qin) == 1 and qout == [axis] and _product(x.type.shape) == _product(value.type.shape):

@@ -10,7 +10,7 @@
     reduce     sum, mean, max, min, prod, argmax, argmin, variance, std
     transform  reshape, transpose, concatenate, split, strided_slice, take, layout_transform, ...
     tensor     arange, zeros, ones, full, shape_of, ...
-    dyn        dyn.reshape, dyn.topk, dyn.arange, dyn.unique, dyn.non_max_suppression:
+    dyn        dyn.reshape, dyn.topk, dyn.arange, dyn.slice, dyn.unique, dyn.non_max_suppression:
                output shapes from input values
     image      resize2d, upsampling
     image_decode  image.decode (ONNX ImageDecoder, through Pillow)

@@ -6,6 +6,10 @@
                                -1 is inferred: ONNX Reshape's rules)
     %t = dyn.topk(%x, %k) {axis = -1, ret_type = "both", is_ascend = false, dtype = "int32"}
                                k: a one-element integer tensor; the axis becomes '?'
+    %s = dyn.slice(%x, %starts, %ends) {axes = [1], steps = [1]}
+                               starts, ends: 1-d integer tensors, one value per axis (ONNX
+                               Slice's bounds: negative from the end, clamped); each sliced
+                               axis becomes '?'
     %a = dyn.arange(%start, %stop, %step) {dtype = "float32"}
                                one-element tensors; a 1-d '?' result,
                                ceil((stop - start) / step) elements (none if that is negative)
@@ -22,7 +26,8 @@ A te.compute takes its output's extents from its inputs' shapes, and
 these take theirs from the values, so they have no TE compute: they run
 as numpy ops (the build says so once) and everything around them
 compiles, sized per call.  The ONNX importer makes them where a Reshape's
-shape, a TopK's k or a Range's bounds are run-time values, so one build
+shape, a TopK's k, a Range's or a Slice's bounds are run-time values
+(BERT's position_ids[:, :seq] of a buffer), so one build
 serves every value where it used to build per value.  Values that do not
 fit (a shape whose size differs, k past the axis) are errors at the op
 when it runs.  Patterns: opaque.
@@ -31,11 +36,11 @@ when it runs.  Patterns: opaque.
 from __future__ import annotations
 
 from ....ir import types as T
-from ....ir.attrkinds import BOOL, INT, STR, enum, optional
+from ....ir.attrkinds import BOOL, INT, STR, enum, ints, optional
 from ....ir.core import Attr
 from ....ir.lazy import lazy_module
 from .base import MAX_RANK, OpPattern, RelayOp, tensor_type
-from .util import dtype_attr, int_tensor, norm_axis, onnx_reshape, scalar_like
+from .util import dtype_attr, int_tensor, norm_axes, norm_axis, onnx_reshape, scalar_like
 
 np = lazy_module("numpy")
 
@@ -117,6 +122,36 @@ class DynArangeOp(RelayOp):
         n = max(int(np.ceil((b - a) / d)), 0)
         dt = T.to_numpy_dtype(dtype_attr(self, default=T.f32))
         return (a + d * np.arange(n)).astype(dt)
+
+
+class DynSliceOp(RelayOp):
+    """``dyn.slice(%x, %starts, %ends) {axes, steps}``: ONNX Slice with
+    run-time bounds (numpy's slicing: negative counts from the end, out of
+    range clamps)."""
+    __slots__ = ()
+    name = "relay.dyn.slice"
+    OPERANDS = ("data", "starts", "ends")
+    ATTRS = {"axes": Attr(ints()), "steps": Attr(ints())}
+    PATTERN = OpPattern.OPAQUE
+
+    def type_relation(self, x, starts, ends):
+        tensor_type(self, x)
+        axes, steps = self.attributes["axes"], self.attributes["steps"]
+        if len(axes) != len(steps) or 0 in steps:
+            raise self.error(f"needs one non-zero step per axis, got axes {list(axes)} and steps {list(steps)}")
+        axes = norm_axes(self, axes, x.rank)
+        for t, what in ((starts, "starts"), (ends, "ends")):
+            int_tensor(self, t, what)
+            if t.shape != (len(axes),):
+                raise self.error(f"expects {what} of {len(axes)} values (one per axis), got {t}")
+        return x.with_shape(tuple(None if a in axes else d for a, d in enumerate(x.shape)))
+
+    def compute(self, x, starts, ends):
+        at = [slice(None)] * x.ndim
+        for a, b, e, s in zip(norm_axes(self, self.attributes["axes"], x.ndim), np.asarray(starts).reshape(-1),
+                              np.asarray(ends).reshape(-1), self.attributes["steps"]):
+            at[a] = slice(int(b), int(e), s)
+        return np.ascontiguousarray(x[tuple(at)])
 
 
 class DynUniqueOp(RelayOp):

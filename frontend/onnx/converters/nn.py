@@ -152,8 +152,8 @@ def matmul_values(cx, a, b, out_dtype=None):
         if ra == 2:
             return cx.op("nn.dense", a, cx.op("transpose", b, axes=(1, 0)), out_dtype=out_dtype)
         lead = sa[:-1]
-        if lead.count(None) > 1:
-            raise cx.unsupported("MatMul over a batch with several dynamic dimensions")
+        if lead.count(None) > 1:   # rows no reshape can name: dense reads (..., K) as they are
+            return cx.op("nn.dense", a, cx.op("transpose", b, axes=(1, 0)), out_dtype=out_dtype)
         flat = cx.op("reshape", a, newshape=(-1, sa[-1]))
         y = cx.op("nn.dense", flat, cx.op("transpose", b, axes=(1, 0)), out_dtype=out_dtype)
         # the one dynamic row dimension (a sequence) is what is left: -1

@@ -190,17 +190,26 @@ def split(cx, node):
 @converter("Slice", 1)
 def slice_node(cx, node):
     """strided_slice, whose bounds read as numpy's (and ONNX's): negative
-    counts from the end, out-of-range clamps, a negative step walks back."""
+    counts from the end, out-of-range clamps, a negative step walks back;
+    bounds known only at run time: dyn.slice, read when it runs."""
     x = node.input(0)
     rank = cx.rank(x)
     if node.version < 10:
         starts, ends = node.attr("starts"), node.attr("ends")
         axes, steps = node.attr("axes"), None
     else:
-        starts = cx.static_ints(node.input(1), "starts")
-        ends = cx.static_ints(node.input(2), "ends")
+        bounds = [cx.static(node.input(k)) for k in (1, 2)]
         axes = cx.static_ints(node.input(3), "axes") if node.input(3) is not None else None
         steps = cx.static_ints(node.input(4), "steps") if node.input(4) is not None else None
+        if any(b is None for b in bounds) and len(cx.shape(node.input(1))) == 1 and \
+                None not in cx.shape(node.input(1)):
+            # bounds known when it runs (BERT's position_ids[:, :seq]): dyn.slice
+            n = cx.shape(node.input(1))[0]
+            axes = list(range(n)) if axes is None else norm_axes(cx, axes, rank)
+            return cx.op("dyn.slice", x, node.input(1), node.input(2), axes=tuple(axes),
+                         steps=tuple(steps) if steps is not None else (1,) * n)
+        starts = cx.static_ints(node.input(1), "starts")
+        ends = cx.static_ints(node.input(2), "ends")
     axes = list(range(len(starts))) if axes is None else norm_axes(cx, axes, rank)
     steps = [1] * len(starts) if steps is None else list(steps)
     if not len(starts) == len(ends) == len(axes) == len(steps):
