@@ -106,6 +106,37 @@ def test_a_shape_made_of_dimensions_compiles_once(case):
         "a shape read from values at run time"
 
 
+def _export(model, call, inputs, output):
+    """ONNX bytes of `call(model, *inputs)` through torch.onnx.export
+    (TorchScript), every input's and the output's axis 1 dynamic ("seq")."""
+    import io
+    import warnings
+
+    import torch
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *xs):
+            return call(self.model, *xs)
+    buf = io.BytesIO()
+    names = list(inputs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Wrapped(), tuple(inputs.values()), buf, input_names=names, output_names=[output],
+                          dynamic_axes={n: {1: "seq"} for n in names + [output]}, opset_version=17, dynamo=False)
+    return buf.getvalue()
+
+
+def _prepare(model):
+    import onnx
+    rep = backend.prepare(onnx.load_from_string(model))
+    assert rep._dynamic is not None
+    return rep, rep._dynamic.run.compiled, ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+
+
 def test_transformers_gpt2_exported_with_a_dynamic_sequence_compiles_once():
     """transformers' GPT-2 (two layers, random weights) through
     torch.onnx.export with a dynamic sequence axis: its masks (arange
@@ -113,34 +144,15 @@ def test_transformers_gpt2_exported_with_a_dynamic_sequence_compiles_once():
     symbolic, both attentions fuse, one build serves every length."""
     torch = pytest.importorskip("torch")
     tf = pytest.importorskip("transformers")
-    import io
-    import warnings
     cfg = tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=97, n_positions=512, bos_token_id=0,
                         eos_token_id=0)
     cfg._attn_implementation = "eager"
     torch.manual_seed(0)
-    lm = tf.GPT2LMHeadModel(cfg).eval()
-
-    class Logits(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lm = lm
-
-        def forward(self, ids):
-            return self.lm(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
-    buf = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Logits(), (torch.zeros(1, 5, dtype=torch.int64),), buf, input_names=["ids"],
-                          output_names=["logits"], dynamic_axes={"ids": {1: "seq"}, "logits": {1: "seq"}},
-                          opset_version=17, dynamo=False)
-    model = buf.getvalue()
-    import onnx
-    rep = backend.prepare(onnx.load_from_string(model))
-    assert rep._dynamic is not None
-    compiled = rep._dynamic.run.compiled
+    model = _export(tf.GPT2LMHeadModel(cfg).eval(),
+                    lambda lm, ids: lm(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits,
+                    {"ids": torch.zeros(1, 5, dtype=torch.int64)}, "logits")
+    rep, compiled, sess = _prepare(model)
     assert not compiled.interpreted, compiled.summary()
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(2)
     for n in (1, 7, 64, 300):
         ids = rng.integers(0, 97, (1, n)).astype(np.int64)
@@ -157,36 +169,16 @@ def test_transformers_bert_exported_with_a_dynamic_sequence_compiles_once():
     attentions fused; one build; padding masks equal onnxruntime."""
     torch = pytest.importorskip("torch")
     tf = pytest.importorskip("transformers")
-    import io
-    import warnings
     cfg = tf.BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
                         vocab_size=97)
     cfg._attn_implementation = "eager"
     torch.manual_seed(0)
-    bert = tf.BertModel(cfg).eval()
-
-    class Hidden(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, ids, mask):
-            return self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
-    buf = io.BytesIO()
     ids = torch.zeros(1, 5, dtype=torch.int64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Hidden(), (ids, torch.ones_like(ids)), buf, input_names=["ids", "mask"],
-                          output_names=["h"], opset_version=17, dynamo=False,
-                          dynamic_axes={"ids": {1: "seq"}, "mask": {1: "seq"}, "h": {1: "seq"}})
-    model = buf.getvalue()
-    import onnx
-    rep = backend.prepare(onnx.load_from_string(model))
-    assert rep._dynamic is not None
-    compiled = rep._dynamic.run.compiled
+    model = _export(tf.BertModel(cfg).eval(), lambda bert, i, m: bert(input_ids=i, attention_mask=m).last_hidden_state,
+                    {"ids": ids, "mask": torch.ones_like(ids)}, "h")
+    rep, compiled, sess = _prepare(model)
     assert [name for name, _ in compiled.interpreted] == ["fused_dyn_slice"], compiled.summary()
     assert compiled.stats["fuse-attention"]["attentions-fused"] == 2
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(3)
     for n in (1, 7, 64, 300):
         f = {"ids": rng.integers(0, 97, (1, n)), "mask": (rng.random((1, n)) < 0.8).astype(np.int64)}
