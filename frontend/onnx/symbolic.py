@@ -6,9 +6,11 @@ dynamic batch the target is not known at import time, but it is known to
 be "x's dimension 0, then 12, 64": relay's reshape spells that ``[0, -1,
 12, 64]``.  ``elements(v)`` follows a 1-d (or 0-d) integer tensor through
 the relay ops such chains become (shape_of, take, concatenate,
-strided_slice, reshape / squeeze / expand_dims, cast, constants) and gives
-its entries as ints or ``Dim(value, axis)``; anything else (arithmetic on
-a dynamic entry) is ``UNKNOWN``.  ``reshape_codes`` turns such a target
+strided_slice, reshape / squeeze / expand_dims, cast, constants, and
+equal / where entry by entry) and gives its entries as ints or
+``Dim(value, axis)``, two Dims equal when one origin up the graph makes
+both (``_passes``: the K and V of one split, the logits and the ids);
+anything else (arithmetic on a dynamic entry) is ``UNKNOWN``.  ``reshape_codes`` turns such a target
 into relay's reshape codes when it can; ``shaped_like`` makes a value of
 such a shape (ConstantOfShape and Expand of a shape computed at run time:
 full_like and broadcast_to_like of it, compiled, where numpy would size
