@@ -163,7 +163,6 @@ def gather(e, op, args):
     t = out_type(op)
     x, ind = as_tensor(e, args[0], "data"), args[1]
     axis = op.attributes["axis"] % t.rank
-
     n = operand_dims(e, 0, args[0])[axis]   # a '?' axis: its run-time size
 
     def body(e, *idx):

@@ -10,8 +10,9 @@ strided_slice, reshape / squeeze / expand_dims, cast, constants, and
 equal / where entry by entry) and gives its entries as ints or
 ``Dim(value, axis)``, two Dims equal when one origin up the graph makes
 both (``_passes``: the K and V of one split, the logits and the ids);
-anything else (arithmetic on a dynamic entry) is ``UNKNOWN``.  ``reshape_codes`` turns such a target
-into relay's reshape codes when it can; ``shaped_like`` makes a value of
+anything else (arithmetic on a dynamic entry) is ``UNKNOWN``.
+``reshape_codes`` turns such a target into relay's reshape codes when it
+can; ``shaped_like`` makes a value of
 such a shape (ConstantOfShape and Expand of a shape computed at run time:
 full_like and broadcast_to_like of it, compiled, where numpy would size
 them per call).
@@ -69,11 +70,8 @@ def _origins(value, axis, memo, limit=4096):
 _SAME_SHAPE = {"nn.layer_norm", "nn.group_norm", "nn.instance_norm", "nn.softmax", "nn.log_softmax",
                "nn.bias_add", "nn.prelu", "nn.dropout", "nn.fast_softmax", "qnn.quantize", "qnn.dequantize",
                "qnn.requantize"}
-# ops that broadcast their operands as numpy does (right-aligned)
-_NUMPY_BROADCAST = {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod", "floor_divide",
-                    "floor_mod", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-                    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-                    "left_shift", "right_shift", "where", "broadcast_to_like"}
+# besides the binary ops (BinaryBroadcastOp), ops that broadcast their operands as numpy does
+_NUMPY_BROADCAST = {"where", "broadcast_to_like"}
 
 
 def _passes(op, value, axis):
@@ -88,6 +86,7 @@ def _passes(op, value, axis):
     a reshape's 0 code, or its one '?' in and out with the same static
     product."""
     from ...dialects.relay.ops.base import OpPattern
+    from ...dialects.relay.ops.elemwise import BinaryBroadcastOp
     name = op.name[len("relay."):] if op.name.startswith("relay.") else op.name
     ins = [x for x in op.operands if getattr(x.type, "shape", None) is not None]
     rank = value.type.rank
@@ -98,7 +97,7 @@ def _passes(op, value, axis):
             return [(split.operands[0], axis)]
         return []
     same = name in _SAME_SHAPE or getattr(op, "PATTERN", None) == OpPattern.ELEMWISE
-    if same or name in _NUMPY_BROADCAST:
+    if same or isinstance(op, BinaryBroadcastOp) or name in _NUMPY_BROADCAST:
         if len(op.results) != 1 or not ins:
             return []
         out = []
@@ -137,16 +136,14 @@ def _passes(op, value, axis):
             return [(x, axis)]   # 0 copies the input's dimension at that place
         qin = [a for a, d in enumerate(x.type.shape) if d is None]
         qout = [a for a, d in enumerate(value.type.shape) if d is None]
-        if len(qin) == 1 and qout == [axis] and _product(x.type.shape) == _product(value.type.shape):
+        if len(qin) == 1 and qout == [axis] and _static_product(x.type.shape) == _static_product(value.type.shape):
             return [(x, qin[0])]
     return []
 
 
-def _product(shape):
-    n = 1
-    for d in shape:
-        n *= d if d is not None else 1
-    return n
+def _static_product(shape):
+    from ...dialects.relay.ops.util import prod
+    return prod(d for d in shape if d is not None)
 
 
 UNKNOWN = object()
